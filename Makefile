@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# vcxl: make (build), make run, make test, make bench, make deps, make fuzz
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+MESON_OPTS ?=
+FUZZ_TIME  ?= 60
+RUN_ARGS   ?=
+
+.PHONY: all deps build run test test-asan bench fuzz format clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+run: build
+	./scripts/run.sh $(BUILD) $(RUN_ARGS)
+
+$(ASAN_BUILD)/build.ninja:
+	CC=clang meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false $(MESON_OPTS)
+
+# Unit + integration tests (gcc build), then the same under clang ASan+UBSan,
+# then the short fuzz runs; the last line is the summary.
+test: deps
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	-meson test -C $(BUILD) --print-errorlogs --num-processes 2
+	-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 2 --no-suite e2e --no-suite slow
+	@./scripts/test-summary.py $(BUILD)/meson-logs/testlog.json $(ASAN_BUILD)/meson-logs/testlog.json
+
+bench: build
+	./scripts/bench.sh $(BUILD)
+
+fuzz:
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Db_lundef=false
+	ninja -C $(FUZZ_BUILD)
+	./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_TIME)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

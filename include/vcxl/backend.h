@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The backend interface: how the host CXL core and the vfio-cxl core reach a
+ * device. The built-in accelerator model implements it (model.h); a Linux
+ * VFIO backend for real hardware implements the same operations.
+ *
+ * Every operation returns 0 or a negative errno. A device that is gone
+ * (surprise removal) reads all-ones and returns -ENODEV.
+ */
+#ifndef VCXL_BACKEND_H
+#define VCXL_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VCXL_NUM_BARS 6
+
+enum vcxl_bar_flags {
+	VCXL_BAR_PRESENT = 1u << 0,
+	VCXL_BAR_MEM64 = 1u << 1,
+	VCXL_BAR_PREFETCH = 1u << 2,
+	VCXL_BAR_IO = 1u << 3,
+};
+
+struct vcxl_bar_info {
+	uint64_t size;	    /* 0 = BAR not implemented */
+	uint32_t flags;	    /* enum vcxl_bar_flags */
+	int fd;		    /* fd that maps the whole BAR at fd_offset, or -1 */
+	uint64_t fd_offset;
+};
+
+enum vcxl_reset_kind {
+	VCXL_RESET_FLR = 0, /* PCIe function level reset */
+	VCXL_RESET_CXL = 1, /* CXL reset (Control2 Initiate CXL Reset) */
+};
+
+/* IRQ types, numbered as VFIO's PCI IRQ indexes. */
+enum vcxl_irq_type {
+	VCXL_IRQ_INTX = 0,
+	VCXL_IRQ_MSI = 1,
+	VCXL_IRQ_MSIX = 2,
+};
+
+/* Device-initiated DMA into the client's memory (installed by the server). */
+struct vcxl_dma_ops {
+	int (*read)(void *opaque, uint64_t iova, void *buf, size_t len);
+	int (*write)(void *opaque, uint64_t iova, const void *buf, size_t len);
+};
+
+/* Raise interrupt `vector` of `type` (installed by the server). */
+typedef void (*vcxl_irq_fn)(void *opaque, enum vcxl_irq_type type, unsigned vector);
+
+struct vcxl_backend_ops {
+	int (*cfg_read)(void *dev, uint32_t off, unsigned len, uint64_t *val);
+	int (*cfg_write)(void *dev, uint32_t off, unsigned len, uint64_t val);
+	int (*bar_read)(void *dev, unsigned bar, uint64_t off, unsigned len, uint64_t *val);
+	int (*bar_write)(void *dev, unsigned bar, uint64_t off, unsigned len, uint64_t val);
+	int (*bar_info)(void *dev, unsigned bar, struct vcxl_bar_info *info);
+	/* Map host physical range [hpa, hpa+size) that the device decodes:
+	 * returns an fd and offset that mmap it (the fd stays owned by the backend). */
+	int (*hpa_map)(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *fd_offset);
+	int (*reset)(void *dev, enum vcxl_reset_kind kind);
+	/* Number of vectors of an IRQ type. */
+	unsigned (*irq_count)(void *dev, enum vcxl_irq_type type);
+	void (*set_irq_handler)(void *dev, vcxl_irq_fn fn, void *opaque);
+	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
+	/* Device identity for logs. */
+	const char *(*name)(void *dev);
+};
+
+struct vcxl_backend {
+	const struct vcxl_backend_ops *ops;
+	void *dev;
+};
+
+/* Convenience wrappers */
+static inline int vcxl_be_cfg_read32(struct vcxl_backend *be, uint32_t off, uint32_t *v)
+{
+	uint64_t x = 0;
+	int rc = be->ops->cfg_read(be->dev, off, 4, &x);
+	*v = (uint32_t)x;
+	return rc;
+}
+
+#endif /* VCXL_BACKEND_H */

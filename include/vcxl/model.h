@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The built-in device model: a CXL Type-2 accelerator (vendor 0x8086, device
+ * 0x0d94), the "hardware" vcxl serves when no real device is used. It is a
+ * backend (backend.h) like any real device.
+ */
+#ifndef VCXL_MODEL_H
+#define VCXL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vcxl/backend.h"
+
+#define VCXL_MODEL_VENDOR 0x8086
+#define VCXL_MODEL_DEVICE 0x0d94
+
+enum vcxl_comp_at {
+	VCXL_COMP_AT_START = 0,
+	VCXL_COMP_AT_MIDDLE,
+	VCXL_COMP_AT_END,
+};
+
+struct vcxl_model_cfg {
+	uint64_t mem_size;	 /* device memory (DPA capacity), multiple of 256 MiB; 0 = 256 MiB */
+	unsigned decoders;	 /* physical HDM decoders 1..10; 0 = 1 */
+	enum vcxl_comp_at comp_at;
+	bool firmware_committed; /* start with decoder 0 committed by "firmware" */
+	uint64_t fw_hpa_base;	 /* HPA firmware used (256 MiB aligned) */
+	const char *backing;	 /* file backing device memory; NULL = memfd */
+	unsigned active_delay_ms; /* Memory_Active asserts this long after reset */
+	unsigned active_timeout_enc; /* Memory_Active_Timeout encoding 0..4 */
+};
+
+struct vcxl_model;
+
+int vcxl_model_create(const struct vcxl_model_cfg *cfg, struct vcxl_model **out);
+void vcxl_model_destroy(struct vcxl_model *m);
+struct vcxl_backend *vcxl_model_backend(struct vcxl_model *m);
+
+/* Device memory (DPA space): the fd, its size, and a host mapping (for tests). */
+int vcxl_model_mem_fd(struct vcxl_model *m, int *fd, uint64_t *size);
+void *vcxl_model_mem(struct vcxl_model *m);
+/* Simulate surprise removal: reads all-ones, writes dropped, -ENODEV. */
+void vcxl_model_remove(struct vcxl_model *m);
+/* Advance time-based state (Memory_Active delay, job completion). Called by
+ * the event loop; returns the ms until the next deadline or -1 for none. */
+int vcxl_model_poll(struct vcxl_model *m);
+
+/* Layout facts (tests and self-demo use them; the host core finds them itself). */
+#define VCXL_MODEL_BAR0_SIZE    (4u << 20) /* component block + device RAM */
+#define VCXL_MODEL_BAR2_SIZE    0x4000      /* accelerator control + MSI-X */
+#define VCXL_MODEL_MSIX_VECTORS 4
+#define VCXL_MODEL_MSIX_TABLE   0x2000      /* in BAR2 */
+#define VCXL_MODEL_MSIX_PBA     0x3000      /* in BAR2 */
+
+/* Accelerator control registers in BAR2 (the job engine) */
+#define ACCEL_REG_ID           0x00 /* RO: "VCXL" */
+#define ACCEL_REG_VERSION      0x04 /* RO */
+#define ACCEL_REG_JOB_OP       0x08 /* RW: ACCEL_OP_* */
+#define ACCEL_REG_JOB_FLAGS    0x0c /* RW: ACCEL_JOBF_* */
+#define ACCEL_REG_JOB_SRC      0x10 /* RW 64: DPA or IOVA, per flags */
+#define ACCEL_REG_JOB_DST      0x18 /* RW 64 */
+#define ACCEL_REG_JOB_LEN      0x20 /* RW 64: bytes */
+#define ACCEL_REG_JOB_PATTERN  0x28 /* RW 64: fill pattern */
+#define ACCEL_REG_DOORBELL     0x30 /* W: write 1 to start */
+#define ACCEL_REG_STATUS       0x34 /* RO + RW1C done/error */
+#define ACCEL_REG_JOB_VECTOR   0x38 /* RW: MSI-X vector raised on completion */
+#define ACCEL_REG_JOBS_DONE    0x3c /* RO: completed job counter */
+#define ACCEL_ID_VALUE         0x4c584356u /* "VCXL" little endian */
+#define ACCEL_VERSION_VALUE    0x00010000u
+#define ACCEL_OP_NOP           0
+#define ACCEL_OP_FILL          1
+#define ACCEL_OP_COPY          2
+#define ACCEL_JOBF_SRC_HOST    (1u << 0) /* src is a DMA (guest) address */
+#define ACCEL_JOBF_DST_HOST    (1u << 1) /* dst is a DMA (guest) address */
+#define ACCEL_JOBF_IRQ         (1u << 2) /* raise JOB_VECTOR on completion */
+#define ACCEL_STATUS_BUSY      (1u << 0)
+#define ACCEL_STATUS_DONE      (1u << 1) /* RW1C */
+#define ACCEL_STATUS_ERROR     (1u << 2) /* RW1C */
+#define ACCEL_DOORBELL_GO      (1u << 0)
+
+#endif /* VCXL_MODEL_H */

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The register engine: a register file is data.
+ *
+ * A file is a byte array plus per-byte attribute masks:
+ *   RW    software-writable bits (RWL bits are RW bits that belong to a lock group)
+ *   RW1C  write-1-to-clear bits (RW1CS: the "sticky" part is the owner's reset policy)
+ *   RWO   write-once bits: writable until the first write that covers their byte,
+ *         then read-only until vcxl_rf_reset()
+ *   RSVD  reserved bits: read 0, writes ignored (the engine never stores them)
+ * Every other bit is read-only (RO/HwInit); only the owner changes it, with
+ * vcxl_rf_set*().
+ *
+ * Lock groups: a set of fields that turn read-only while a condition holds,
+ * the condition being "all bits of cond_mask are set in the dword at cond_off"
+ * (DVSEC CONFIG_LOCK; HDM Committed; HDM Lock-On-Commit + Committed).
+ *
+ * Hooks: per-dword callbacks. A write hook runs after the masked merge of the
+ * bytes of its dword, with the dword's old and new value; a read hook runs
+ * before the bytes of its dword are read (to refresh live fields).
+ *
+ * An access of 1, 2, 4 or 8 bytes is processed dword by dword in ascending
+ * address order: merge, then hook, then lock re-evaluation. Hooks are
+ * edge-triggered on the bits that changed, so an access gives the same result
+ * as its bytes written one at a time in ascending order. Dwords marked
+ * VCXL_RF_ACC_DWORD accept only naturally aligned 4- or 8-byte accesses and
+ * refuse others with -EINVAL (CXL r3.1 8.2.2: component registers).
+ *
+ * Lookup is O(1): per-dword metadata arrays index hooks and lock conditions.
+ */
+#ifndef VCXL_REGFILE_H
+#define VCXL_REGFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VCXL_RF_MAX_HOOKS  255
+#define VCXL_RF_MAX_GROUPS 255
+#define VCXL_RF_MAX_GROUP_FIELDS 16
+
+enum vcxl_rf_attr {
+	VCXL_RF_RO = 0,
+	VCXL_RF_RW,
+	VCXL_RF_RW1C,
+	VCXL_RF_RWO,
+	VCXL_RF_RSVD,
+};
+
+enum vcxl_rf_access {
+	VCXL_RF_ACC_ANY = 0,
+	VCXL_RF_ACC_DWORD = 1,
+};
+
+struct vcxl_regfile;
+
+typedef void (*vcxl_rf_write_fn)(void *opaque, struct vcxl_regfile *rf, uint32_t dw_off,
+				 uint32_t old, uint32_t val);
+typedef void (*vcxl_rf_read_fn)(void *opaque, struct vcxl_regfile *rf, uint32_t dw_off);
+
+struct vcxl_rf_hook {
+	vcxl_rf_read_fn read;
+	vcxl_rf_write_fn write;
+	void *opaque;
+};
+
+struct vcxl_rf_lock_field {
+	uint32_t off; /* dword aligned */
+	uint32_t mask;
+};
+
+struct vcxl_rf_group {
+	uint32_t cond_off;
+	uint32_t cond_mask;
+	uint8_t next_same_cond; /* chain of groups sharing a condition dword, 0 = end */
+	bool locked;
+	uint8_t n_fields;
+	struct vcxl_rf_lock_field fields[VCXL_RF_MAX_GROUP_FIELDS];
+};
+
+struct vcxl_regfile {
+	uint32_t size; /* bytes, multiple of 4 */
+	uint8_t *val;
+	uint8_t *reset_val;
+	uint8_t *wmask;	 /* RW bits (before locks) */
+	uint8_t *w1c;	 /* RW1C bits */
+	uint8_t *rwo;	 /* RWO bits (definition) */
+	uint8_t *rsvd;	 /* reserved bits */
+	uint8_t *rwo_armed; /* RWO bits still writable */
+	uint8_t *locked; /* bits currently locked by a group */
+	uint8_t *eff;	 /* effective writable bits: (wmask | rwo_armed) & ~locked */
+	uint8_t *dw_hook;  /* per dword: hook index + 1, 0 = none */
+	uint8_t *dw_acc;   /* per dword: enum vcxl_rf_access */
+	uint8_t *dw_cond;  /* per dword: first group index + 1 conditioned on it */
+	unsigned n_hooks;
+	struct vcxl_rf_hook hooks[VCXL_RF_MAX_HOOKS];
+	unsigned n_groups;
+	struct vcxl_rf_group *groups;
+	uint64_t rejected; /* accesses refused (-EINVAL), for diagnostics */
+};
+
+/* Lifecycle. size is rounded up to a multiple of 4. Returns 0 or -errno. */
+int vcxl_rf_init(struct vcxl_regfile *rf, uint32_t size);
+void vcxl_rf_fini(struct vcxl_regfile *rf);
+
+/* Layout (owner side). width is 1, 2, 4 or 8 bytes; mask selects bits. */
+int vcxl_rf_define(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint64_t mask,
+		   enum vcxl_rf_attr attr);
+/* Set the value and the reset value (owner side: ignores attributes). */
+int vcxl_rf_init_val(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint64_t val);
+int vcxl_rf_access_rule(struct vcxl_regfile *rf, uint32_t off, uint32_t len,
+			enum vcxl_rf_access rule);
+/* Attach a hook to every dword in [off, off+len). Returns 0 or -errno. */
+int vcxl_rf_hook(struct vcxl_regfile *rf, uint32_t off, uint32_t len, vcxl_rf_read_fn read,
+		 vcxl_rf_write_fn write, void *opaque);
+/* Add a lock group; returns the group index (>= 0) or -errno. */
+int vcxl_rf_lock_group(struct vcxl_regfile *rf, uint32_t cond_off, uint32_t cond_mask,
+		       const struct vcxl_rf_lock_field *fields, unsigned n);
+
+/* Software (guest / client) access, attribute-checked. 0 or -EINVAL. */
+int vcxl_rf_read(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t *val);
+int vcxl_rf_write(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t val);
+/* Bulk access of any length, split into the widest accesses the rules allow. */
+int vcxl_rf_read_buf(struct vcxl_regfile *rf, uint32_t off, void *buf, size_t len);
+int vcxl_rf_write_buf(struct vcxl_regfile *rf, uint32_t off, const void *buf, size_t len);
+
+/* Owner (hardware) access: no attribute checks, no hooks; locks re-evaluated. */
+uint8_t vcxl_rf_get8(const struct vcxl_regfile *rf, uint32_t off);
+uint16_t vcxl_rf_get16(const struct vcxl_regfile *rf, uint32_t off);
+uint32_t vcxl_rf_get32(const struct vcxl_regfile *rf, uint32_t off);
+uint64_t vcxl_rf_get64(const struct vcxl_regfile *rf, uint32_t off);
+void vcxl_rf_set8(struct vcxl_regfile *rf, uint32_t off, uint8_t v);
+void vcxl_rf_set16(struct vcxl_regfile *rf, uint32_t off, uint16_t v);
+void vcxl_rf_set32(struct vcxl_regfile *rf, uint32_t off, uint32_t v);
+/* Owner update of selected bits only: val = (val & ~mask) | (v & mask). */
+void vcxl_rf_update32(struct vcxl_regfile *rf, uint32_t off, uint32_t mask, uint32_t v);
+
+/* Restore every value to its reset value, re-arm RWO bits, re-evaluate locks. */
+void vcxl_rf_reset(struct vcxl_regfile *rf);
+/* Restore a byte range to its reset value (e.g. one decoder). */
+void vcxl_rf_reset_range(struct vcxl_regfile *rf, uint32_t off, uint32_t len);
+/* Re-evaluate every lock group (after bulk owner changes). */
+void vcxl_rf_update_locks(struct vcxl_regfile *rf);
+
+/* Introspection for tests and fuzzers. */
+bool vcxl_rf_group_locked(const struct vcxl_regfile *rf, int group);
+/* Bits software can change right now (RW + armed RWO, minus locked; plus RW1C). */
+uint8_t vcxl_rf_writable8(const struct vcxl_regfile *rf, uint32_t off);
+
+#endif /* VCXL_REGFILE_H */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The vfio-cxl UABI as vcxl serves it over vfio-user (see docs/uapi.md).
+ * Numbers follow the vfio-cxl RFC v2 series; the capability layout follows
+ * its v3 successor with explicit fields and no implicit padding.
+ */
+#ifndef VCXL_UAPI_H
+#define VCXL_UAPI_H
+
+#include <linux/types.h>
+#include <linux/vfio.h>
+
+#ifndef VFIO_DEVICE_FLAGS_CXL
+#define VFIO_DEVICE_FLAGS_CXL (1 << 9) /* device supports CXL */
+#endif
+#ifndef VFIO_DEVICE_INFO_CAP_CXL
+#define VFIO_DEVICE_INFO_CAP_CXL 6
+#endif
+#define VCXL_DEVICE_INFO_CAP_CXL_VERSION 1
+
+/* Vendor region type (the CXL DVSEC vendor id) and sub-types */
+#define VFIO_REGION_TYPE_CXL        0x1e98
+#ifndef VFIO_REGION_SUBTYPE_CXL
+#define VFIO_REGION_SUBTYPE_CXL     1 /* the CXL (HDM) region: mmappable memory */
+#endif
+
+/* vfio_device_info_cap_cxl.flags */
+#define VFIO_CXL_CAP_FIRMWARE_COMMITTED (1u << 0) /* region was committed by firmware */
+#define VFIO_CXL_CAP_CACHE_CAPABLE      (1u << 1) /* device is CXL.cache capable */
+
+struct vfio_device_info_cap_cxl {
+	struct vfio_info_cap_header header; /* id VFIO_DEVICE_INFO_CAP_CXL, version 1 */
+	__u32 flags;			    /* VFIO_CXL_CAP_* */
+	__u8 hdm_count;			    /* HDM decoders the guest sees */
+	__u8 hdm_bar;			    /* BAR index holding the component block */
+	__u16 reserved;
+	__u32 region_index;		    /* device region index of the CXL region */
+	__u32 reserved2;
+	__u64 hdm_offset;  /* HDM decoder capability, from the start of the BAR */
+	__u64 hdm_size;	   /* 0x10 + 0x20 * hdm_count */
+	__u64 comp_offset; /* component block, from the start of the BAR */
+	__u64 comp_size;   /* 64 KiB */
+	__u64 region_size; /* bytes of the CXL region */
+};
+
+_Static_assert(sizeof(struct vfio_device_info_cap_cxl) == 64, "no padding holes");
+
+#endif /* VCXL_UAPI_H */

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The vfio-cxl core: the virtual device a guest sees. It stands on a host CXL
+ * device (host_cxl.h) and a backend (backend.h) and presents VFIO regions:
+ * BARs (component block emulated and trapped, the rest passed through with
+ * sparse mmap), config space (CXL DVSEC emulated, other capabilities passed
+ * through, DOE/CDAT served), and the CXL region as a device region.
+ * The vfio-user server speaks only to this interface.
+ */
+#ifndef VCXL_VFIO_CXL_H
+#define VCXL_VFIO_CXL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vcxl/backend.h"
+#include "vcxl/uapi.h"
+
+#define VCXL_MAX_SPARSE 4
+
+struct vcxl_sparse_area {
+	uint64_t offset, size;
+};
+
+struct vcxl_vregion_info {
+	uint32_t flags;	    /* VFIO_REGION_INFO_FLAG_READ/WRITE/MMAP */
+	uint64_t size;	    /* 0 = absent */
+	int fd;		    /* mmap fd when MMAP, else -1 (owned by the vdev) */
+	uint64_t fd_offset; /* offset of the region within fd */
+	unsigned nr_sparse; /* mmappable areas (offsets relative to the region) */
+	struct vcxl_sparse_area sparse[VCXL_MAX_SPARSE];
+	bool has_type;	    /* device-specific region: VFIO_REGION_INFO_CAP_TYPE */
+	uint32_t type, subtype;
+};
+
+struct vcxl_vdev_info {
+	uint32_t flags; /* VFIO_DEVICE_FLAGS_PCI | RESET | CXL */
+	uint32_t num_regions;
+	uint32_t num_irqs;
+	struct vfio_device_info_cap_cxl cxl;
+};
+
+struct vcxl_vdev;
+
+struct vcxl_vdev_cfg {
+	uint64_t region_size; /* CXL region to create; 0 = all device memory */
+	bool prefer_firmware; /* attach to a firmware-committed region if present */
+	unsigned guest_decoders; /* virtual HDM decoders; 0 = as the device has */
+};
+
+/* Bring up the device behind be (host CXL core), create or attach its region,
+ * and build the virtual view. On error nothing is left behind; err (if not
+ * NULL) gets a one-line reason. */
+int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
+		     struct vcxl_vdev **out, char *err, size_t errlen);
+void vcxl_vdev_destroy(struct vcxl_vdev *v);
+
+void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info);
+int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregion_info *ri);
+/* Region access: returns 0 or -errno (-EINVAL bad index/offset/size). */
+int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf,
+			  size_t len);
+int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, const void *buf,
+			   size_t len);
+/* IRQs: count of vectors and VFIO_IRQ_INFO_* flags per VFIO IRQ index. */
+int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uint32_t *flags);
+/* Install the handler that delivers device interrupts (server wires eventfds). */
+void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque);
+void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void *opaque);
+/* VFIO_DEVICE_RESET: function reset, virtual state restored, host region kept. */
+int vcxl_vdev_reset(struct vcxl_vdev *v);
+/* The client went away: drop its state (virtual view reset as at open). */
+void vcxl_vdev_client_gone(struct vcxl_vdev *v);
+/* Timers of the device (model deadlines): ms to next, -1 for none. */
+int vcxl_vdev_poll(struct vcxl_vdev *v);
+struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v);
+
+#endif /* VCXL_VFIO_CXL_H */

@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Install the Debian 12 packages vcxl needs to build and test, if missing.
+# As root: apt-get install them. Otherwise print the exact command and fail.
+set -eu
+PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libjson-c-dev valgrind python3 util-linux"
+# QEMU 10.2 run-time packages for the end-to-end tests (tests/e2e)
+PKGS="$PKGS libfdt1 libslirp0 libglib2.0-0 zlib1g seabios qemu-system-data xz-utils cpio busybox-static pciutils kmod"
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+if [ -z "$missing" ]; then
+	echo "deps: all present"
+	exit 0
+fi
+if [ "$(id -u)" = 0 ]; then
+	echo "deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y --no-install-recommends $missing >/dev/null || {
+		apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing >/dev/null
+	}
+	echo "deps: done"
+else
+	echo "deps: missing packages; run as root:" >&2
+	echo "  apt-get install -y --no-install-recommends$missing" >&2
+	exit 1
+fi

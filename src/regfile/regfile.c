@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* The register engine: masked merge, RW1C, RWO, lock groups, hooks (see regfile.h). */
+#include "vcxl/regfile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { RF_ARRAYS = 9 };
+
+int vcxl_rf_init(struct vcxl_regfile *rf, uint32_t size)
+{
+	memset(rf, 0, sizeof(*rf));
+	if (size == 0 || size > (1u << 24))
+		return -EINVAL;
+	size = (size + 3u) & ~3u;
+	uint32_t ndw = size / 4;
+	uint8_t *mem = calloc((size_t)size * RF_ARRAYS + (size_t)ndw * 3, 1);
+	if (!mem)
+		return -ENOMEM;
+	rf->size = size;
+	rf->val = mem;
+	rf->reset_val = mem + size;
+	rf->wmask = mem + 2 * size;
+	rf->w1c = mem + 3 * size;
+	rf->rwo = mem + 4 * size;
+	rf->rsvd = mem + 5 * size;
+	rf->rwo_armed = mem + 6 * size;
+	rf->locked = mem + 7 * size;
+	rf->eff = mem + 8 * size;
+	rf->dw_hook = mem + (size_t)RF_ARRAYS * size;
+	rf->dw_acc = rf->dw_hook + ndw;
+	rf->dw_cond = rf->dw_acc + ndw;
+	return 0;
+}
+
+void vcxl_rf_fini(struct vcxl_regfile *rf)
+{
+	free(rf->val);
+	free(rf->groups);
+	memset(rf, 0, sizeof(*rf));
+}
+
+static bool rf_range_ok(const struct vcxl_regfile *rf, uint32_t off, uint64_t len)
+{
+	return len <= rf->size && off <= rf->size - len;
+}
+
+static void rf_refresh_eff(struct vcxl_regfile *rf, uint32_t i)
+{
+	rf->eff[i] = (uint8_t)((rf->wmask[i] | rf->rwo_armed[i]) & ~rf->locked[i]);
+}
+
+int vcxl_rf_define(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint64_t mask,
+		   enum vcxl_rf_attr attr)
+{
+	if (width == 0 || width > 8 || !rf_range_ok(rf, off, width))
+		return -EINVAL;
+	for (unsigned b = 0; b < width; b++) {
+		uint8_t m = (uint8_t)(mask >> (8 * b));
+		uint32_t i = off + b;
+		if (!m)
+			continue;
+		rf->wmask[i] &= (uint8_t)~m;
+		rf->w1c[i] &= (uint8_t)~m;
+		rf->rwo[i] &= (uint8_t)~m;
+		rf->rwo_armed[i] &= (uint8_t)~m;
+		rf->rsvd[i] &= (uint8_t)~m;
+		switch (attr) {
+		case VCXL_RF_RO:
+			break;
+		case VCXL_RF_RW:
+			rf->wmask[i] |= m;
+			break;
+		case VCXL_RF_RW1C:
+			rf->w1c[i] |= m;
+			break;
+		case VCXL_RF_RWO:
+			rf->rwo[i] |= m;
+			rf->rwo_armed[i] |= m;
+			break;
+		case VCXL_RF_RSVD:
+			rf->rsvd[i] |= m;
+			rf->val[i] &= (uint8_t)~m;
+			rf->reset_val[i] &= (uint8_t)~m;
+			break;
+		}
+		rf_refresh_eff(rf, i);
+	}
+	return 0;
+}
+
+int vcxl_rf_init_val(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint64_t val)
+{
+	if (width == 0 || width > 8 || !rf_range_ok(rf, off, width))
+		return -EINVAL;
+	for (unsigned b = 0; b < width; b++) {
+		uint8_t v = (uint8_t)(val >> (8 * b));
+		v &= (uint8_t)~rf->rsvd[off + b];
+		rf->val[off + b] = v;
+		rf->reset_val[off + b] = v;
+	}
+	vcxl_rf_update_locks(rf);
+	return 0;
+}
+
+int vcxl_rf_access_rule(struct vcxl_regfile *rf, uint32_t off, uint32_t len,
+			enum vcxl_rf_access rule)
+{
+	if (!rf_range_ok(rf, off, len) || (off & 3) || (len & 3))
+		return -EINVAL;
+	for (uint32_t d = off / 4; d < (off + len) / 4; d++)
+		rf->dw_acc[d] = (uint8_t)rule;
+	return 0;
+}
+
+int vcxl_rf_hook(struct vcxl_regfile *rf, uint32_t off, uint32_t len, vcxl_rf_read_fn read,
+		 vcxl_rf_write_fn write, void *opaque)
+{
+	if (!rf_range_ok(rf, off, len) || len == 0)
+		return -EINVAL;
+	if (rf->n_hooks >= VCXL_RF_MAX_HOOKS)
+		return -ENOSPC;
+	struct vcxl_rf_hook *h = &rf->hooks[rf->n_hooks++];
+	h->read = read;
+	h->write = write;
+	h->opaque = opaque;
+	for (uint32_t d = off / 4; d <= (off + len - 1) / 4; d++)
+		rf->dw_hook[d] = (uint8_t)rf->n_hooks;
+	return 0;
+}
+
+/* Recompute locked[] for all bytes named by any group, then eff[] for them. */
+static void rf_recompute_locked(struct vcxl_regfile *rf)
+{
+	for (unsigned g = 0; g < rf->n_groups; g++) {
+		const struct vcxl_rf_group *grp = &rf->groups[g];
+		for (unsigned f = 0; f < grp->n_fields; f++)
+			for (unsigned b = 0; b < 4; b++)
+				rf->locked[grp->fields[f].off + b] = 0;
+	}
+	for (unsigned g = 0; g < rf->n_groups; g++) {
+		const struct vcxl_rf_group *grp = &rf->groups[g];
+		if (!grp->locked)
+			continue;
+		for (unsigned f = 0; f < grp->n_fields; f++)
+			for (unsigned b = 0; b < 4; b++)
+				rf->locked[grp->fields[f].off + b] |=
+					(uint8_t)(grp->fields[f].mask >> (8 * b));
+	}
+	for (unsigned g = 0; g < rf->n_groups; g++) {
+		const struct vcxl_rf_group *grp = &rf->groups[g];
+		for (unsigned f = 0; f < grp->n_fields; f++)
+			for (unsigned b = 0; b < 4; b++)
+				rf_refresh_eff(rf, grp->fields[f].off + b);
+	}
+}
+
+static bool rf_group_cond(const struct vcxl_regfile *rf, const struct vcxl_rf_group *grp)
+{
+	return (vcxl_rf_get32(rf, grp->cond_off) & grp->cond_mask) == grp->cond_mask;
+}
+
+/* Re-evaluate the groups whose condition lives in dword d (O(groups on d)). */
+static void rf_eval_cond_dword(struct vcxl_regfile *rf, uint32_t d)
+{
+	bool changed = false;
+	for (unsigned g = rf->dw_cond[d]; g; g = rf->groups[g - 1].next_same_cond) {
+		struct vcxl_rf_group *grp = &rf->groups[g - 1];
+		bool now = rf_group_cond(rf, grp);
+		if (now != grp->locked) {
+			grp->locked = now;
+			changed = true;
+		}
+	}
+	if (changed)
+		rf_recompute_locked(rf);
+}
+
+int vcxl_rf_lock_group(struct vcxl_regfile *rf, uint32_t cond_off, uint32_t cond_mask,
+		       const struct vcxl_rf_lock_field *fields, unsigned n)
+{
+	if ((cond_off & 3) || !rf_range_ok(rf, cond_off, 4) || cond_mask == 0 ||
+	    n > VCXL_RF_MAX_GROUP_FIELDS)
+		return -EINVAL;
+	for (unsigned f = 0; f < n; f++)
+		if ((fields[f].off & 3) || !rf_range_ok(rf, fields[f].off, 4))
+			return -EINVAL;
+	if (rf->n_groups >= VCXL_RF_MAX_GROUPS)
+		return -ENOSPC;
+	struct vcxl_rf_group *ng = realloc(rf->groups, sizeof(*ng) * (rf->n_groups + 1));
+	if (!ng)
+		return -ENOMEM;
+	rf->groups = ng;
+	struct vcxl_rf_group *grp = &rf->groups[rf->n_groups];
+	memset(grp, 0, sizeof(*grp));
+	grp->cond_off = cond_off;
+	grp->cond_mask = cond_mask;
+	grp->n_fields = (uint8_t)n;
+	memcpy(grp->fields, fields, sizeof(*fields) * n);
+	grp->next_same_cond = rf->dw_cond[cond_off / 4];
+	rf->dw_cond[cond_off / 4] = (uint8_t)(rf->n_groups + 1);
+	int idx = (int)rf->n_groups++;
+	grp->locked = rf_group_cond(rf, grp);
+	rf_recompute_locked(rf);
+	return idx;
+}
+
+void vcxl_rf_update_locks(struct vcxl_regfile *rf)
+{
+	for (unsigned g = 0; g < rf->n_groups; g++)
+		rf->groups[g].locked = rf_group_cond(rf, &rf->groups[g]);
+	rf_recompute_locked(rf);
+}
+
+bool vcxl_rf_group_locked(const struct vcxl_regfile *rf, int group)
+{
+	if (group < 0 || (unsigned)group >= rf->n_groups)
+		return false;
+	return rf->groups[group].locked;
+}
+
+uint8_t vcxl_rf_writable8(const struct vcxl_regfile *rf, uint32_t off)
+{
+	if (off >= rf->size)
+		return 0;
+	return (uint8_t)(rf->eff[off] | rf->w1c[off]);
+}
+
+/* Access checks: range, width, and the 4/8-byte rule of DWORD dwords. */
+static int rf_check(const struct vcxl_regfile *rf, uint32_t off, unsigned len)
+{
+	if (!(len == 1 || len == 2 || len == 4 || len == 8) || !rf_range_ok(rf, off, len))
+		return -EINVAL;
+	for (uint32_t d = off / 4; d <= (off + len - 1) / 4; d++) {
+		if (rf->dw_acc[d] == VCXL_RF_ACC_DWORD && (len < 4 || (off & (len - 1))))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int vcxl_rf_read(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t *val)
+{
+	int rc = rf_check(rf, off, len);
+	if (rc) {
+		rf->rejected++;
+		return rc;
+	}
+	for (uint32_t d = off / 4; d <= (off + len - 1) / 4; d++) {
+		unsigned h = rf->dw_hook[d];
+		if (h && rf->hooks[h - 1].read)
+			rf->hooks[h - 1].read(rf->hooks[h - 1].opaque, rf, d * 4);
+	}
+	uint64_t v = 0;
+	for (unsigned b = 0; b < len; b++)
+		v |= (uint64_t)rf->val[off + b] << (8 * b);
+	*val = v;
+	return 0;
+}
+
+/* Merge the bytes [lo, hi) of one dword under the current masks. */
+static void rf_merge(struct vcxl_regfile *rf, uint32_t lo, uint32_t hi, uint32_t off, uint64_t v)
+{
+	for (uint32_t i = lo; i < hi; i++) {
+		uint8_t nb = (uint8_t)(v >> (8 * (i - off)));
+		uint8_t m = rf->eff[i];
+		uint8_t cur = (uint8_t)((rf->val[i] & ~m) | (nb & m));
+		cur &= (uint8_t)~(nb & rf->w1c[i]);
+		rf->val[i] = cur;
+		if (rf->rwo_armed[i]) {
+			rf->rwo_armed[i] = 0;
+			rf_refresh_eff(rf, i);
+		}
+	}
+}
+
+int vcxl_rf_write(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t val)
+{
+	int rc = rf_check(rf, off, len);
+	if (rc) {
+		rf->rejected++;
+		return rc;
+	}
+	uint32_t end = off + len;
+	for (uint32_t d = off / 4; d <= (end - 1) / 4; d++) {
+		uint32_t lo = d * 4 > off ? d * 4 : off;
+		uint32_t hi = d * 4 + 4 < end ? d * 4 + 4 : end;
+		uint32_t old = vcxl_rf_get32(rf, d * 4);
+		rf_merge(rf, lo, hi, off, val);
+		unsigned h = rf->dw_hook[d];
+		if (h && rf->hooks[h - 1].write)
+			rf->hooks[h - 1].write(rf->hooks[h - 1].opaque, rf, d * 4, old,
+					       vcxl_rf_get32(rf, d * 4));
+		if (rf->dw_cond[d])
+			rf_eval_cond_dword(rf, d);
+	}
+	return 0;
+}
+
+/* Widest access at off for a bulk transfer with `left` bytes remaining. */
+static unsigned rf_chunk(const struct vcxl_regfile *rf, uint32_t off, size_t left)
+{
+	if (rf->dw_acc[off / 4] == VCXL_RF_ACC_DWORD)
+		return 4;
+	if (!(off & 3) && left >= 4)
+		return 4;
+	if (!(off & 1) && left >= 2)
+		return 2;
+	return 1;
+}
+
+static int rf_check_buf(const struct vcxl_regfile *rf, uint32_t off, size_t len)
+{
+	if (len == 0 || !rf_range_ok(rf, off, len))
+		return -EINVAL;
+	for (uint32_t p = off; p < off + len;) {
+		unsigned w = rf_chunk(rf, p, off + len - p);
+		if (rf_check(rf, p, w))
+			return -EINVAL;
+		p += w;
+	}
+	return 0;
+}
+
+int vcxl_rf_read_buf(struct vcxl_regfile *rf, uint32_t off, void *buf, size_t len)
+{
+	if (rf_check_buf(rf, off, len)) {
+		rf->rejected++;
+		return -EINVAL;
+	}
+	uint8_t *out = buf;
+	for (uint32_t p = off; p < off + len;) {
+		unsigned w = rf_chunk(rf, p, off + len - p);
+		uint64_t v = 0;
+		vcxl_rf_read(rf, p, w, &v);
+		for (unsigned b = 0; b < w; b++)
+			out[p - off + b] = (uint8_t)(v >> (8 * b));
+		p += w;
+	}
+	return 0;
+}
+
+int vcxl_rf_write_buf(struct vcxl_regfile *rf, uint32_t off, const void *buf, size_t len)
+{
+	if (rf_check_buf(rf, off, len)) {
+		rf->rejected++;
+		return -EINVAL;
+	}
+	const uint8_t *in = buf;
+	for (uint32_t p = off; p < off + len;) {
+		unsigned w = rf_chunk(rf, p, off + len - p);
+		uint64_t v = 0;
+		for (unsigned b = 0; b < w; b++)
+			v |= (uint64_t)in[p - off + b] << (8 * b);
+		vcxl_rf_write(rf, p, w, v);
+		p += w;
+	}
+	return 0;
+}
+
+uint8_t vcxl_rf_get8(const struct vcxl_regfile *rf, uint32_t off)
+{
+	return off < rf->size ? rf->val[off] : 0;
+}
+
+uint16_t vcxl_rf_get16(const struct vcxl_regfile *rf, uint32_t off)
+{
+	return (uint16_t)(vcxl_rf_get8(rf, off) | (vcxl_rf_get8(rf, off + 1) << 8));
+}
+
+uint32_t vcxl_rf_get32(const struct vcxl_regfile *rf, uint32_t off)
+{
+	return (uint32_t)vcxl_rf_get16(rf, off) | ((uint32_t)vcxl_rf_get16(rf, off + 2) << 16);
+}
+
+uint64_t vcxl_rf_get64(const struct vcxl_regfile *rf, uint32_t off)
+{
+	return (uint64_t)vcxl_rf_get32(rf, off) | ((uint64_t)vcxl_rf_get32(rf, off + 4) << 32);
+}
+
+static void rf_set_bytes(struct vcxl_regfile *rf, uint32_t off, unsigned n, uint64_t v)
+{
+	if (!rf_range_ok(rf, off, n))
+		return;
+	for (unsigned b = 0; b < n; b++)
+		rf->val[off + b] = (uint8_t)((v >> (8 * b)) & ~rf->rsvd[off + b]);
+	for (uint32_t d = off / 4; d <= (off + n - 1) / 4; d++)
+		if (rf->dw_cond[d])
+			rf_eval_cond_dword(rf, d);
+}
+
+void vcxl_rf_set8(struct vcxl_regfile *rf, uint32_t off, uint8_t v)
+{
+	rf_set_bytes(rf, off, 1, v);
+}
+
+void vcxl_rf_set16(struct vcxl_regfile *rf, uint32_t off, uint16_t v)
+{
+	rf_set_bytes(rf, off, 2, v);
+}
+
+void vcxl_rf_set32(struct vcxl_regfile *rf, uint32_t off, uint32_t v)
+{
+	rf_set_bytes(rf, off, 4, v);
+}
+
+void vcxl_rf_update32(struct vcxl_regfile *rf, uint32_t off, uint32_t mask, uint32_t v)
+{
+	vcxl_rf_set32(rf, off, (vcxl_rf_get32(rf, off) & ~mask) | (v & mask));
+}
+
+void vcxl_rf_reset_range(struct vcxl_regfile *rf, uint32_t off, uint32_t len)
+{
+	if (!rf_range_ok(rf, off, len))
+		return;
+	memcpy(rf->val + off, rf->reset_val + off, len);
+	memcpy(rf->rwo_armed + off, rf->rwo + off, len);
+	for (uint32_t i = off; i < off + len; i++)
+		rf_refresh_eff(rf, i);
+	vcxl_rf_update_locks(rf);
+}
+
+void vcxl_rf_reset(struct vcxl_regfile *rf)
+{
+	vcxl_rf_reset_range(rf, 0, rf->size);
+}

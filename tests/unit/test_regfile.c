@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* Register engine: attributes, locks, hooks, access rules, split-access equivalence. */
+#include <errno.h>
+#include <string.h>
+
+#include "tap.h"
+#include "vcxl/regfile.h"
+
+static void test_attrs(void)
+{
+	struct vcxl_regfile rf;
+	uint64_t v;
+	ok(vcxl_rf_init(&rf, 64) == 0, "init");
+	vcxl_rf_init_val(&rf, 0, 4, 0x12345678);
+	vcxl_rf_define(&rf, 0, 4, 0x0000ff00, VCXL_RF_RW);
+	vcxl_rf_define(&rf, 0, 4, 0x000000f0, VCXL_RF_RW1C);
+	vcxl_rf_define(&rf, 0, 4, 0xf0000000, VCXL_RF_RSVD);
+	vcxl_rf_read(&rf, 0, 4, &v);
+	is(v, 0x02345678, "reserved bits read 0 even if the reset value had them");
+	vcxl_rf_write(&rf, 0, 4, 0xffffffff);
+	vcxl_rf_read(&rf, 0, 4, &v);
+	is(v, 0x0234ff08, "RW bits take the value, RW1C bits clear on 1, RO/RSVD keep");
+	vcxl_rf_write(&rf, 0, 4, 0x00000000);
+	vcxl_rf_read(&rf, 0, 4, &v);
+	is(v, 0x02340008, "writing 0 clears RW, leaves RW1C");
+	vcxl_rf_set32(&rf, 0, 0x000000f0 | vcxl_rf_get32(&rf, 0));
+	vcxl_rf_write(&rf, 0, 1, 0x30);
+	vcxl_rf_read(&rf, 0, 4, &v);
+	is(v, 0x023400c8, "byte write clears only the written RW1C bits");
+
+	/* RWO: first write sticks, later writes ignored until reset */
+	vcxl_rf_define(&rf, 8, 2, 0x0001, VCXL_RF_RWO);
+	vcxl_rf_write(&rf, 8, 2, 1);
+	vcxl_rf_write(&rf, 8, 2, 0);
+	vcxl_rf_read(&rf, 8, 2, &v);
+	is(v, 1, "RWO bit keeps its first written value");
+	vcxl_rf_reset(&rf);
+	vcxl_rf_read(&rf, 8, 2, &v);
+	is(v, 0, "reset restores RWO value");
+	vcxl_rf_write(&rf, 8, 1, 0);
+	vcxl_rf_write(&rf, 8, 1, 1);
+	vcxl_rf_read(&rf, 8, 2, &v);
+	is(v, 0, "RWO: a first write of 0 also consumes the write-once");
+
+	ok(vcxl_rf_read(&rf, 62, 4, &v) == -EINVAL, "read past the end refused");
+	ok(vcxl_rf_write(&rf, 64, 1, 0) == -EINVAL, "write at the end refused");
+	ok(vcxl_rf_read(&rf, 0, 3, &v) == -EINVAL, "3-byte access refused");
+	ok(vcxl_rf_write(&rf, 0xffffffffu, 8, 0) == -EINVAL, "offset overflow refused");
+	vcxl_rf_fini(&rf);
+}
+
+struct hook_log {
+	int writes, reads;
+	uint32_t last_old, last_new, last_off;
+};
+
+static void hw(void *opaque, struct vcxl_regfile *rf, uint32_t off, uint32_t old, uint32_t val)
+{
+	struct hook_log *l = opaque;
+	l->writes++;
+	l->last_old = old;
+	l->last_new = val;
+	l->last_off = off;
+	/* commit-like behaviour: bit 9 set -> bit 10 set */
+	if (val & (1u << 9))
+		vcxl_rf_update32(rf, off, 1u << 10, 1u << 10);
+	else
+		vcxl_rf_update32(rf, off, 1u << 10, 0);
+}
+
+static void hr(void *opaque, struct vcxl_regfile *rf, uint32_t off)
+{
+	struct hook_log *l = opaque;
+	l->reads++;
+	vcxl_rf_set32(rf, off, 0xabcd0000u + (uint32_t)l->reads);
+}
+
+static void test_hooks_and_locks(void)
+{
+	struct vcxl_regfile rf;
+	struct hook_log log = {0};
+	uint64_t v;
+	vcxl_rf_init(&rf, 0x40);
+	/* control at 0x10: bits 0..9 RW, bit 10 "committed" RO; base at 0x14 RW */
+	vcxl_rf_define(&rf, 0x10, 4, 0x3ff, VCXL_RF_RW);
+	vcxl_rf_define(&rf, 0x14, 4, 0xffffffff, VCXL_RF_RW);
+	vcxl_rf_hook(&rf, 0x10, 4, NULL, hw, &log);
+	vcxl_rf_hook(&rf, 0x20, 4, hr, NULL, &log);
+	struct vcxl_rf_lock_field f[] = {{0x14, 0xffffffff}, {0x10, 0xff}};
+	int g = vcxl_rf_lock_group(&rf, 0x10, 1u << 10, f, 2);
+	ok(g >= 0, "lock group created");
+	ok(!vcxl_rf_group_locked(&rf, g), "group starts unlocked");
+	vcxl_rf_write(&rf, 0x14, 4, 0x10000000);
+	vcxl_rf_write(&rf, 0x10, 2, 0x0205);
+	is(log.writes, 1, "write hook ran once for a 2-byte write");
+	is(log.last_new & 0x3ff, 0x205, "hook sees the merged value");
+	ok(vcxl_rf_group_locked(&rf, g), "hook-set condition locks the group");
+	vcxl_rf_write(&rf, 0x14, 4, 0x20000000);
+	vcxl_rf_read(&rf, 0x14, 4, &v);
+	is(v, 0x10000000, "locked field ignores writes");
+	vcxl_rf_write(&rf, 0x10, 1, 0x07);
+	vcxl_rf_read(&rf, 0x10, 4, &v);
+	is(v & 0xff, 0x05, "locked byte of control ignores writes");
+	vcxl_rf_write(&rf, 0x11, 1, 0x00);
+	ok(!vcxl_rf_group_locked(&rf, g), "clearing bit 9 (unlocked part) unlocks");
+	vcxl_rf_write(&rf, 0x14, 4, 0x20000000);
+	vcxl_rf_read(&rf, 0x14, 4, &v);
+	is(v, 0x20000000, "unlocked field writable again");
+
+	vcxl_rf_read(&rf, 0x20, 4, &v);
+	is(v, 0xabcd0001, "read hook refreshes before the read");
+	vcxl_rf_read(&rf, 0x22, 2, &v);
+	is(v, 0xabcd, "partial read runs the hook too");
+	is(log.reads, 2, "one read hook call per access");
+
+	/* 8-byte write spanning two dwords with a hook in the first */
+	log.writes = 0;
+	vcxl_rf_write(&rf, 0x10, 8, 0x3000000000000200ull);
+	is(log.writes, 1, "8-byte write spanning two dwords: hook on the hooked dword only");
+	vcxl_rf_read(&rf, 0x14, 4, &v);
+	is(v, 0x20000000, "second dword of the 8-byte write was locked by the first");
+	vcxl_rf_reset(&rf);
+	ok(!vcxl_rf_group_locked(&rf, g), "reset clears the lock");
+	vcxl_rf_fini(&rf);
+}
+
+static void test_dword_rule(void)
+{
+	struct vcxl_regfile rf;
+	uint64_t v;
+	vcxl_rf_init(&rf, 0x20);
+	vcxl_rf_define(&rf, 0, 8, ~0ull, VCXL_RF_RW);
+	vcxl_rf_access_rule(&rf, 0, 0x10, VCXL_RF_ACC_DWORD);
+	ok(vcxl_rf_write(&rf, 0, 4, 0x11223344) == 0, "dword write allowed");
+	ok(vcxl_rf_write(&rf, 0, 8, 0x5566778811223344ull) == 0, "aligned qword allowed");
+	ok(vcxl_rf_write(&rf, 1, 1, 0) == -EINVAL, "byte write refused");
+	ok(vcxl_rf_read(&rf, 2, 2, &v) == -EINVAL, "word read refused");
+	ok(vcxl_rf_read(&rf, 4, 8, &v) == -EINVAL, "misaligned qword refused");
+	vcxl_rf_read(&rf, 0, 8, &v);
+	is(v, 0x5566778811223344ull, "refused accesses changed nothing");
+	ok(rf.rejected == 3, "rejections counted");
+	ok(vcxl_rf_read(&rf, 0x10, 1, &v) == 0, "outside the rule any size works");
+	vcxl_rf_fini(&rf);
+}
+
+/* Random layout; any access == the same bytes written one at a time. */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void setup_random(struct vcxl_regfile *rf, uint64_t seed)
+{
+	uint64_t save = rng;
+	rng = seed;
+	vcxl_rf_init(rf, 64);
+	for (uint32_t o = 0; o < 64; o += 4) {
+		uint32_t a = (uint32_t)rnd(), b = (uint32_t)rnd(), c = (uint32_t)rnd();
+		vcxl_rf_init_val(rf, o, 4, rnd());
+		vcxl_rf_define(rf, o, 4, a, VCXL_RF_RW);
+		vcxl_rf_define(rf, o, 4, b & ~a, VCXL_RF_RW1C);
+		vcxl_rf_define(rf, o, 4, c & ~a & ~b, VCXL_RF_RWO);
+	}
+	struct vcxl_rf_lock_field f[] = {{0x20, 0xffffffff}, {0x24, 0x0000ffff}};
+	vcxl_rf_lock_group(rf, 0x00, 0x1, f, 2);
+	rng = save;
+}
+
+static void test_split_equivalence(void)
+{
+	struct vcxl_regfile a, b;
+	int mism = 0;
+	setup_random(&a, 42);
+	setup_random(&b, 42);
+	for (int i = 0; i < 20000; i++) {
+		unsigned len = 1u << (rnd() % 4);
+		uint32_t off = (uint32_t)(rnd() % (64 - len + 1));
+		uint64_t val = rnd();
+		vcxl_rf_write(&a, off, len, val);
+		for (unsigned k = 0; k < len; k++)
+			vcxl_rf_write(&b, off + k, 1, (val >> (8 * k)) & 0xff);
+		if (memcmp(a.val, b.val, 64) != 0)
+			mism++;
+		if (rnd() % 1000 == 0) {
+			vcxl_rf_reset(&a);
+			vcxl_rf_reset(&b);
+		}
+	}
+	is(mism, 0, "20000 random writes: wide access == bytes one by one");
+	vcxl_rf_fini(&a);
+	vcxl_rf_fini(&b);
+}
+
+int main(void)
+{
+	test_attrs();
+	test_hooks_and_locks();
+	test_dword_rule();
+	test_split_equivalence();
+	return done();
+}
