@@ -307,15 +307,15 @@
 /* ---------------------------------------------------------------------- */
 #define PCI_DOE_CAP                  0x04
 #define PCI_DOE_CAP_INT_SUPPORT      VCXL_BIT(0)
-#define PCI_DOE_CAP_INT_MSG_NUM      VCXL_GENMASK(11, 1)
+#define PCI_DOE_CAP_INT_MSG_NUM      0x00000ffe /* spelled as <linux/pci_regs.h> */
 #define PCI_DOE_CTRL                 0x08
-#define PCI_DOE_CTRL_ABORT           VCXL_BIT(0)
-#define PCI_DOE_CTRL_INT_EN          VCXL_BIT(1)
-#define PCI_DOE_CTRL_GO              VCXL_BIT(31)
+#define PCI_DOE_CTRL_ABORT           0x00000001
+#define PCI_DOE_CTRL_INT_EN          0x00000002
+#define PCI_DOE_CTRL_GO              0x80000000
 #define PCI_DOE_STATUS               0x0c
-#define PCI_DOE_STATUS_BUSY          VCXL_BIT(0)
-#define PCI_DOE_STATUS_INT_STATUS    VCXL_BIT(1)
-#define PCI_DOE_STATUS_ERROR         VCXL_BIT(2)
+#define PCI_DOE_STATUS_BUSY          0x00000001
+#define PCI_DOE_STATUS_INT_STATUS    0x00000002
+#define PCI_DOE_STATUS_ERROR         0x00000004
 #define PCI_DOE_STATUS_DATA_READY    VCXL_BIT(31)
 #define PCI_DOE_WRITE                0x10
 #define PCI_DOE_READ                 0x14
@@ -366,5 +366,32 @@
 #define CDAT_DSEMTS_EFI_CONVENTIONAL 0
 #define CDAT_DSEMTS_EFI_CONV_SP      1
 #define CDAT_DSEMTS_EFI_RESERVED     2
+
+/* ---------------------------------------------------------------------- */
+/* CXL device register block (Register Locator RBI 3), CXL r3.1 8.2.8     */
+/* ---------------------------------------------------------------------- */
+/* Device Capabilities Array Register (8.2.8.1), 64-bit at block + 0 */
+#define CXLDEV_CAP_ARRAY_ID         VCXL_GENMASK64(15, 0)
+#define CXLDEV_CAP_ARRAY_COUNT      VCXL_GENMASK64(47, 32)
+#define CXLDEV_CAP_ARRAY_CAP_ID     0
+/* Capability headers (8.2.8.2): 16 bytes each from block + 0x10 */
+#define CXLDEV_CAP_HDR_FIRST        0x10
+#define CXLDEV_CAP_HDR_STRIDE       0x10
+#define CXLDEV_CAP_HDR_ID           VCXL_GENMASK(15, 0)
+#define CXLDEV_CAP_HDR_OFFSET       0x04 /* from the block start */
+#define CXLDEV_CAP_HDR_LENGTH       0x08
+#define CXLDEV_CAP_ID_DEVICE_STATUS 0x0001
+#define CXLDEV_CAP_ID_PRIMARY_MBOX  0x0002
+#define CXLDEV_CAP_ID_MEMDEV        0x4000
+/* Memory Device Status Register (8.2.8.5.1.1) at the MEMDEV capability */
+#define CXLMDEV_STATUS              0x00
+#define CXLMDEV_STATUS_FATAL        VCXL_BIT(0)
+#define CXLMDEV_STATUS_FW_HALT      VCXL_BIT(1)
+#define CXLMDEV_STATUS_MEDIA        VCXL_GENMASK(3, 2)
+#define CXLMDEV_MEDIA_NOT_READY     0
+#define CXLMDEV_MEDIA_READY         1
+#define CXLMDEV_MEDIA_ERROR         2
+#define CXLMDEV_MEDIA_DISABLED      3
+#define CXLMDEV_STATUS_MBOX_READY   VCXL_BIT(4)
 
 #endif /* VCXL_CXL_REGS_H */

@@ -51,7 +51,9 @@ struct vcxl_dvsec_device;
 struct vcxl_dvsec_device_ops {
 	/* Control2 trigger bits written as 1 (CXL_DVSEC_CTRL2_INIT_*); they read 0. */
 	void (*ctrl2_trigger)(void *opaque, struct vcxl_dvsec_device *d, uint16_t bits);
-	/* Before a read of Status2 / Range Size Low: refresh live fields (may be NULL). */
+	/* Before a read of Status2 / Range Size Low: refresh live fields (may be NULL).
+	 * dvsec_off is the DVSEC-relative offset of the dword read (CXL_DVSEC_CTRL2 for the
+	 * Control2/Status2 dword, CXL_DVSEC_RANGE_SIZE_LO(i)). */
 	void (*refresh)(void *opaque, struct vcxl_dvsec_device *d, uint32_t dvsec_off);
 };
 
@@ -175,6 +177,22 @@ bool vcxl_hdm_decode(const struct vcxl_hdm *h, uint64_t hpa, uint64_t *dpa);
 /* Reset every decoder and Global Control to reset values (clears locks). */
 void vcxl_hdm_reset(struct vcxl_hdm *h);
 const char *vcxl_hdm_err_str(enum vcxl_hdm_commit_err e);
+/* The commit rules (spec checks, then ops->validate) applied to d as decoder n. */
+enum vcxl_hdm_commit_err vcxl_hdm_check(struct vcxl_hdm *h, unsigned n,
+					const struct vcxl_hdm_decoder *d);
+/* Owner ("firmware") programming of decoder n, around the locks: base, size,
+ * skip and ctrl's IG/IW/Lock-On-Commit/Target-type from d; with commit, sets
+ * Commit and runs the commit rules (Committed or Error Not Committed). A
+ * decoder that was committed is decommitted first. */
+enum vcxl_hdm_commit_err vcxl_hdm_program(struct vcxl_hdm *h, unsigned n,
+					  const struct vcxl_hdm_decoder *d, bool commit);
+/* True if [hpa, hpa+len) decodes through one committed decoder to one
+ * contiguous DPA range starting at *dpa. */
+bool vcxl_hdm_decode_contig(const struct vcxl_hdm *h, uint64_t hpa, uint64_t len, uint64_t *dpa);
+/* Find capability `id` in a CM capability array; rd reads dwords at offsets
+ * relative to the CM range (component block + 0x1000). *off is CM-relative.
+ * -ENODEV if there is no array header, -ENOENT if not present. */
+int vcxl_comp_find_cap(vcxl_cfg_read32_fn rd, void *opaque, uint16_t id, uint32_t *off);
 
 /* ---- DOE mailbox with Discovery and CDAT table access ------------------ */
 

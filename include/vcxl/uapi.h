@@ -19,14 +19,15 @@
 #define VCXL_DEVICE_INFO_CAP_CXL_VERSION 1
 
 /* Vendor region type (the CXL DVSEC vendor id) and sub-types */
-#define VFIO_REGION_TYPE_CXL        0x1e98
+#define VFIO_REGION_TYPE_CXL 0x1e98
 #ifndef VFIO_REGION_SUBTYPE_CXL
-#define VFIO_REGION_SUBTYPE_CXL     1 /* the CXL (HDM) region: mmappable memory */
+#define VFIO_REGION_SUBTYPE_CXL 1 /* the CXL (HDM) region: mmappable memory */
 #endif
 
 /* vfio_device_info_cap_cxl.flags */
 #define VFIO_CXL_CAP_FIRMWARE_COMMITTED (1u << 0) /* region was committed by firmware */
-#define VFIO_CXL_CAP_CACHE_CAPABLE      (1u << 1) /* device is CXL.cache capable */
+#define VFIO_CXL_CAP_CACHE_CAPABLE	(1u << 1) /* device is CXL.cache capable */
+#define VFIO_CXL_CAP_NONCACHED		(1u << 2) /* map the CXL region uncached */
 
 struct vfio_device_info_cap_cxl {
 	struct vfio_info_cap_header header; /* id VFIO_DEVICE_INFO_CAP_CXL, version 1 */
@@ -34,7 +35,7 @@ struct vfio_device_info_cap_cxl {
 	__u8 hdm_count;			    /* HDM decoders the guest sees */
 	__u8 hdm_bar;			    /* BAR index holding the component block */
 	__u16 reserved;
-	__u32 region_index;		    /* device region index of the CXL region */
+	__u32 region_index; /* device region index of the CXL region */
 	__u32 reserved2;
 	__u64 hdm_offset;  /* HDM decoder capability, from the start of the BAR */
 	__u64 hdm_size;	   /* 0x10 + 0x20 * hdm_count */

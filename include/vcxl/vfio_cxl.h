@@ -19,6 +19,17 @@
 
 #define VCXL_MAX_SPARSE 4
 
+/* Region and IRQ indexes the virtual device serves (VFIO PCI numbering) */
+#define VCXL_VDEV_CXL_REGION  VFIO_PCI_NUM_REGIONS /* 9: the CXL region */
+#define VCXL_VDEV_NUM_REGIONS (VFIO_PCI_NUM_REGIONS + 1)
+#define VCXL_VDEV_NUM_IRQS    VFIO_PCI_NUM_IRQS
+#define VCXL_VDEV_CONFIG_SIZE 4096u
+
+struct vcxl_host;
+struct vcxl_variant;
+struct vcxl_region;
+struct vcxl_cxl_dev;
+
 struct vcxl_sparse_area {
 	uint64_t offset, size;
 };
@@ -28,9 +39,11 @@ struct vcxl_vregion_info {
 	uint64_t size;	    /* 0 = absent */
 	int fd;		    /* mmap fd when MMAP, else -1 (owned by the vdev) */
 	uint64_t fd_offset; /* offset of the region within fd */
+	/* With VFIO_REGION_INFO_FLAG_MMAP: nr_sparse == 0 means the whole region is
+	 * mmappable; otherwise only these areas are (VFIO_REGION_INFO_CAP_SPARSE_MMAP). */
 	unsigned nr_sparse; /* mmappable areas (offsets relative to the region) */
 	struct vcxl_sparse_area sparse[VCXL_MAX_SPARSE];
-	bool has_type;	    /* device-specific region: VFIO_REGION_INFO_CAP_TYPE */
+	bool has_type; /* device-specific region: VFIO_REGION_INFO_CAP_TYPE */
 	uint32_t type, subtype;
 };
 
@@ -44,10 +57,23 @@ struct vcxl_vdev_info {
 struct vcxl_vdev;
 
 struct vcxl_vdev_cfg {
-	uint64_t region_size; /* CXL region to create; 0 = all device memory */
-	bool prefer_firmware; /* attach to a firmware-committed region if present */
+	uint64_t region_size;	 /* CXL region to create; 0 = all device memory */
+	bool prefer_firmware;	 /* attach to a firmware-committed region if present */
 	unsigned guest_decoders; /* virtual HDM decoders; 0 = as the device has */
+	/* Host address space to allocate from; NULL = a private host with the
+	 * default window (host_cxl.h VCXL_HOST_DEFAULT_WIN_*). Must outlive the vdev. */
+	struct vcxl_host *host;
+	/* Plug-in with the device's facts; NULL = match by vendor/device id. */
+	const struct vcxl_variant *variant;
 };
+
+/*
+ * prefer_firmware: true = if firmware committed decoder 0 at probe, attach to
+ * that region (upstream's "attach first"); otherwise create one. false =
+ * create a region in the next free decoder (firmware decoders keep their DPA),
+ * and attach to the firmware region only when that is impossible (no decoder
+ * or DPA left). A firmware decoder is never reprogrammed.
+ */
 
 /* Bring up the device behind be (host CXL core), create or attach its region,
  * and build the virtual view. On error nothing is left behind; err (if not
@@ -59,8 +85,7 @@ void vcxl_vdev_destroy(struct vcxl_vdev *v);
 void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info);
 int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregion_info *ri);
 /* Region access: returns 0 or -errno (-EINVAL bad index/offset/size). */
-int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf,
-			  size_t len);
+int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf, size_t len);
 int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, const void *buf,
 			   size_t len);
 /* IRQs: count of vectors and VFIO_IRQ_INFO_* flags per VFIO IRQ index. */
@@ -75,5 +100,16 @@ void vcxl_vdev_client_gone(struct vcxl_vdev *v);
 /* Timers of the device (model deadlines): ms to next, -1 for none. */
 int vcxl_vdev_poll(struct vcxl_vdev *v);
 struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v);
+
+/* The guest committed (committed=true) or decommitted virtual decoder n:
+ * guest-physical [gpa, gpa + size) maps the CXL region at region_off. The
+ * server may use it to place the region; the vdev itself needs nothing. */
+typedef void (*vcxl_hdm_notify_fn)(void *opaque, unsigned n, bool committed, uint64_t gpa,
+				   uint64_t size, uint64_t region_off);
+void vcxl_vdev_set_hdm_notify(struct vcxl_vdev *v, vcxl_hdm_notify_fn fn, void *opaque);
+/* Introspection (tests, CLI): the host device, its region, the variant used. */
+struct vcxl_cxl_dev *vcxl_vdev_host_dev(struct vcxl_vdev *v);
+const struct vcxl_region *vcxl_vdev_region(struct vcxl_vdev *v);
+const struct vcxl_variant *vcxl_vdev_variant(struct vcxl_vdev *v);
 
 #endif /* VCXL_VFIO_CXL_H */

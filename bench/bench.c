@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vcxl-bench: every figure is a ratio against a baseline measured side by side
+ * in the same run, each repeated and reported as a median with its spread.
+ * Prints `name value unit ratio-vs-baseline` per measurement and writes all of
+ * it as JSON (argv: vcxl-server path, output JSON path).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ref_dispatch.h"
+#include "vcxl/client.h"
+#include "vcxl/cxl_spec.h"
+#include "vcxl/model.h"
+#include "vcxl/vfio_cxl.h"
+
+#define RUNS 9
+
+static json_object *results;
+static const char *server_bin;
+static char tmpdir[256];
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct stat5 {
+	double median, min, max, p25, p75;
+};
+
+static struct stat5 stats(double *v, int n)
+{
+	struct stat5 s;
+	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
+	s.median = v[n / 2];
+	s.min = v[0];
+	s.max = v[n - 1];
+	s.p25 = v[n / 4];
+	s.p75 = v[(3 * n) / 4];
+	return s;
+}
+
+static json_object *jstat(struct stat5 s)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "median", json_object_new_double(s.median));
+	json_object_object_add(o, "min", json_object_new_double(s.min));
+	json_object_object_add(o, "max", json_object_new_double(s.max));
+	json_object_object_add(o, "p25", json_object_new_double(s.p25));
+	json_object_object_add(o, "p75", json_object_new_double(s.p75));
+	return o;
+}
+
+/* One result line + JSON entry. ratio = value / baseline (lower-is-better
+ * units) or as stated by `ratio_desc`. */
+static void report(const char *name, struct stat5 v, const char *unit, struct stat5 base,
+		   double ratio, const char *ratio_desc, const char *goal, int goal_met)
+{
+	printf("%-34s %12.3f %-6s %8.3f\n", name, v.median, unit, ratio);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "value", jstat(v));
+	json_object_object_add(o, "unit", json_object_new_string(unit));
+	json_object_object_add(o, "baseline", jstat(base));
+	json_object_object_add(o, "ratio", json_object_new_double(ratio));
+	json_object_object_add(o, "ratio_is", json_object_new_string(ratio_desc));
+	json_object_object_add(o, "runs", json_object_new_int(RUNS));
+	if (goal) {
+		json_object_object_add(o, "goal", json_object_new_string(goal));
+		json_object_object_add(o, "goal_met", json_object_new_boolean(goal_met));
+	}
+	json_object_array_add(results, o);
+	fflush(stdout);
+}
+
+static void pin_cpu(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(pid, sizeof(set), &set);
+}
+
+/* ---- 1. emulated register access ------------------------------------- */
+
+static int cfg_rd32(void *opaque, uint32_t off, uint32_t *val)
+{
+	return vcxl_vdev_region_read(opaque, VFIO_PCI_CONFIG_REGION_INDEX, off, val, 4);
+}
+
+static double bench_vdev_regs(struct vcxl_vdev *v, uint32_t dvsec, uint32_t bar, uint64_t hdm,
+			      unsigned decoders, long iters)
+{
+	uint32_t val = 0;
+	unsigned last = decoders - 1;
+	double t0 = now_ns();
+	for (long i = 0; i < iters; i++) {
+		vcxl_vdev_region_read(v, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL, &val,
+				      4);
+		vcxl_vdev_region_read(v, bar, hdm + CXL_HDM_DEC_CTRL(last), &val, 4);
+		val = 0x10000000u;
+		vcxl_vdev_region_write(v, bar, hdm + CXL_HDM_DEC_BASE_LO(last), &val, 4);
+		vcxl_vdev_region_read(v, VFIO_PCI_CONFIG_REGION_INDEX,
+				      dvsec + CXL_DVSEC_RANGE_SIZE_LO(0), &val, 4);
+	}
+	return (now_ns() - t0) / ((double)iters * 4);
+}
+
+static double bench_ref_regs(struct ref_dev *r, uint32_t dvsec, uint64_t hdm, unsigned decoders,
+			     long iters)
+{
+	uint32_t val = 0;
+	unsigned last = decoders - 1;
+	double t0 = now_ns();
+	for (long i = 0; i < iters; i++) {
+		ref_cfg_rw(r, dvsec + CXL_DVSEC_CTRL, &val, 4, false);
+		ref_mmio_rw(r, hdm + CXL_HDM_DEC_CTRL(last), &val, 4, false);
+		val = 0x10000000u;
+		ref_mmio_rw(r, hdm + CXL_HDM_DEC_BASE_LO(last), &val, 4, true);
+		ref_cfg_rw(r, dvsec + CXL_DVSEC_RANGE_SIZE_LO(0), &val, 4, false);
+		__asm__ volatile("" : : "r"(val) : "memory");
+	}
+	return (now_ns() - t0) / ((double)iters * 4);
+}
+
+static void bench_registers(void)
+{
+	static const unsigned counts[] = {1, 4, 10};
+	double ours_med[3] = {0};
+	for (int k = 0; k < 3; k++) {
+		struct vcxl_model_cfg mc = {.decoders = counts[k]};
+		struct vcxl_model *m = NULL;
+		struct vcxl_vdev *v = NULL;
+		struct vcxl_vdev_cfg vc = {0};
+		char err[256] = "";
+		if (vcxl_model_create(&mc, &m) ||
+		    vcxl_vdev_create(vcxl_model_backend(m), &vc, &v, err, sizeof(err))) {
+			fprintf(stderr, "bench: device setup failed: %s\n", err);
+			exit(1);
+		}
+		struct vcxl_vdev_info info;
+		vcxl_vdev_get_info(v, &info);
+		uint32_t dvsec = 0, dlen = 0;
+		vcxl_pcie_find_dvsec(cfg_rd32, v, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec, &dlen);
+		struct ref_dev *ref = calloc(1, sizeof(*ref));
+		ref_dev_init(ref, dvsec, info.cxl.hdm_offset, info.cxl.hdm_count);
+		const long iters = 100000;
+		double a[RUNS], b[RUNS];
+		for (int r = 0; r < RUNS; r++) {
+			a[r] = bench_vdev_regs(v, dvsec, info.cxl.hdm_bar, info.cxl.hdm_offset,
+					       info.cxl.hdm_count, iters);
+			b[r] = bench_ref_regs(ref, dvsec, info.cxl.hdm_offset, info.cxl.hdm_count,
+					      iters);
+		}
+		struct stat5 sa = stats(a, RUNS), sb = stats(b, RUNS);
+		ours_med[k] = sa.median;
+		char name[64];
+		snprintf(name, sizeof(name), "reg_access_%u_decoders", counts[k]);
+		double ratio = sa.median / sb.median;
+		report(name, sa, "ns", sb, ratio, "vcxl/linked-list (lower is better)",
+		       counts[k] == 10 ? "<= 0.2 (5x faster) at 10 decoders" : NULL,
+		       counts[k] == 10 ? ratio <= 0.2 : 1);
+		ref_dev_fini(ref);
+		free(ref);
+		vcxl_vdev_destroy(v);
+		vcxl_model_destroy(m);
+	}
+	struct stat5 s10 = {ours_med[2], ours_med[2], ours_med[2], ours_med[2], ours_med[2]};
+	struct stat5 s1 = {ours_med[0], ours_med[0], ours_med[0], ours_med[0], ours_med[0]};
+	double flat = ours_med[2] / ours_med[0];
+	report("reg_access_10_vs_1_decoders", s10, "ns", s1, flat, "10 decoders / 1 decoder",
+	       "~1.0 (constant in decoder count), <= 1.25", flat <= 1.25);
+}
+
+/* ---- server helpers ------------------------------------------------------ */
+
+static pid_t start_server(const char *sock, const char *extra, unsigned wait_sockets)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *argv[16];
+		int n = 0;
+		argv[n++] = (char *)server_bin;
+		argv[n++] = "--socket";
+		argv[n++] = (char *)sock;
+		argv[n++] = "--log-level";
+		argv[n++] = "error";
+		char buf[256];
+		if (extra) {
+			snprintf(buf, sizeof(buf), "%s", extra);
+			for (char *t = strtok(buf, " "); t && n < 15; t = strtok(NULL, " "))
+				argv[n++] = t;
+		}
+		argv[n] = NULL;
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0)
+			dup2(devnull, 1);
+		execv(server_bin, argv);
+		_exit(127);
+	}
+	/* wait until the last socket exists */
+	char last[300];
+	if (wait_sockets > 1)
+		snprintf(last, sizeof(last), "%s.%u", sock, wait_sockets - 1);
+	else
+		snprintf(last, sizeof(last), "%s", sock);
+	for (int i = 0; i < 20000; i++) {
+		struct stat st;
+		if (stat(last, &st) == 0)
+			return pid;
+		usleep(500);
+	}
+	fprintf(stderr, "bench: server did not come up\n");
+	kill(pid, SIGKILL);
+	exit(1);
+}
+
+static void stop_server(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+static struct vcxl_client *connect_or_die(const char *sock)
+{
+	struct vcxl_client *c = NULL;
+	for (int i = 0; i < 200; i++) {
+		if (vcxl_client_connect(sock, &c) == 0)
+			return c;
+		usleep(5000);
+	}
+	fprintf(stderr, "bench: cannot connect to %s\n", sock);
+	exit(1);
+}
+
+static uint32_t find_dvsec_client(struct vcxl_client *c)
+{
+	uint8_t cfg[4096];
+	if (vcxl_client_region_read(c, VFIO_PCI_CONFIG_REGION_INDEX, 0, cfg, sizeof(cfg)) < 0)
+		return 0;
+	for (uint32_t off = PCIE_EXT_CAP_START, hops = 0; off && hops < 64; hops++) {
+		uint32_t h, h1, h2;
+		memcpy(&h, cfg + off, 4);
+		memcpy(&h1, cfg + off + PCIE_DVSEC_HEADER1, 4);
+		memcpy(&h2, cfg + off + PCIE_DVSEC_HEADER2, 4);
+		if (VCXL_FIELD_GET(PCIE_EXT_CAP_ID_MASK, h) == PCIE_EXT_CAP_ID_DVSEC &&
+		    VCXL_FIELD_GET(PCIE_DVSEC_HDR1_VENDOR, h1) == CXL_VENDOR_ID &&
+		    VCXL_FIELD_GET(PCIE_DVSEC_HDR2_ID, h2) == CXL_DVSEC_ID_DEVICE)
+			return off;
+		off = (uint32_t)VCXL_FIELD_GET(PCIE_EXT_CAP_NEXT_MASK, h);
+		if (off >= 4096 - 12)
+			break;
+	}
+	return 0;
+}
+
+/* ---- 2. vfio-user round trip vs raw ping-pong --------------------------- */
+
+/* Raw baseline: same message sizes as REGION_READ/WRITE of 4 bytes. */
+static void pingpong_child(int fd)
+{
+	uint8_t buf[64];
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			_exit(0);
+		size_t reply = (n == 36) ? 32 : 36; /* write req 36 -> 32, read req 32 -> 36 */
+		if (send(fd, buf, reply, 0) < 0)
+			_exit(0);
+	}
+}
+
+static double pingpong(int fd, size_t req, size_t rep, long iters)
+{
+	uint8_t buf[64] = {0};
+	double t0 = now_ns();
+	for (long i = 0; i < iters; i++) {
+		if (send(fd, buf, req, 0) != (ssize_t)req)
+			return -1;
+		size_t got = 0;
+		while (got < rep) {
+			ssize_t n = recv(fd, buf + got, rep - got, 0);
+			if (n <= 0)
+				return -1;
+			got += (size_t)n;
+		}
+	}
+	return (now_ns() - t0) / (double)iters / 1000.0;
+}
+
+static void bench_roundtrip(void)
+{
+	char sock[300];
+	snprintf(sock, sizeof(sock), "%s/rt.sock", tmpdir);
+	pid_t srv = start_server(sock, NULL, 1);
+	pin_cpu(srv, 0);
+	pin_cpu(0, 0);
+	struct vcxl_client *c = connect_or_die(sock);
+	uint32_t dvsec = find_dvsec_client(c);
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	pid_t pp = fork();
+	if (pp == 0) {
+		close(sv[0]);
+		pin_cpu(0, 0);
+		pingpong_child(sv[1]);
+	}
+	close(sv[1]);
+	const long iters = 20000;
+	double rd[RUNS], wr[RUNS], brd[RUNS], bwr[RUNS];
+	uint32_t v = 0;
+	for (int r = 0; r < RUNS; r++) {
+		double t0 = now_ns();
+		for (long i = 0; i < iters; i++)
+			vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL, &v);
+		rd[r] = (now_ns() - t0) / (double)iters / 1000.0;
+		t0 = now_ns();
+		for (long i = 0; i < iters; i++)
+			vcxl_client_write32(c, VFIO_PCI_CONFIG_REGION_INDEX,
+					    dvsec + CXL_DVSEC_CTRL2, 0);
+		wr[r] = (now_ns() - t0) / (double)iters / 1000.0;
+		brd[r] = pingpong(sv[0], 32, 36, iters);
+		bwr[r] = pingpong(sv[0], 36, 32, iters);
+	}
+	close(sv[0]);
+	waitpid(pp, NULL, 0);
+	vcxl_client_close(c);
+	stop_server(srv);
+	struct stat5 a = stats(rd, RUNS), b = stats(brd, RUNS);
+	report("region_read_4B_roundtrip", a, "us", b, a.median / b.median,
+	       "vfio-user/raw ping-pong, same core", "<= 1.3", a.median / b.median <= 1.3);
+	a = stats(wr, RUNS);
+	b = stats(bwr, RUNS);
+	report("region_write_4B_roundtrip", a, "us", b, a.median / b.median,
+	       "vfio-user/raw ping-pong, same core", "<= 1.3", a.median / b.median <= 1.3);
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+}
+
+/* ---- 3 + 4. CXL region bandwidth ------------------------------------------ */
+
+static double gbps(size_t bytes, double ns)
+{
+	return (double)bytes / ns; /* bytes per ns == GB/s */
+}
+
+static void bench_region(void)
+{
+	char sock[300];
+	snprintf(sock, sizeof(sock), "%s/bw.sock", tmpdir);
+	pid_t srv = start_server(sock, NULL, 1);
+	struct vcxl_client *c = connect_or_die(sock);
+	struct vcxl_client_info info;
+	struct vcxl_client_region ri;
+	if (vcxl_client_get_info(c, &info) || !info.has_cxl ||
+	    vcxl_client_region_info(c, info.cxl.region_index, &ri) || ri.fd < 0) {
+		fprintf(stderr, "bench: no mappable CXL region\n");
+		exit(1);
+	}
+	const size_t sz = 64u << 20;
+	uint8_t *reg = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, ri.fd, (off_t)ri.offset);
+	uint8_t *a = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *b = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (reg == MAP_FAILED || a == MAP_FAILED || b == MAP_FAILED) {
+		fprintf(stderr, "bench: mmap failed\n");
+		exit(1);
+	}
+	memset(a, 0x5a, sz);
+	memset(b, 0xa5, sz);
+	memset(reg, 0x11, sz); /* fault every page in before timing */
+	double w[RUNS], rd[RUNS], base[RUNS];
+	for (int r = 0; r < RUNS; r++) {
+		double t0 = now_ns();
+		memcpy(reg, a, sz);
+		w[r] = gbps(sz, now_ns() - t0);
+		t0 = now_ns();
+		memcpy(b, reg, sz);
+		rd[r] = gbps(sz, now_ns() - t0);
+		t0 = now_ns();
+		memcpy(b, a, sz);
+		base[r] = gbps(sz, now_ns() - t0);
+	}
+	struct stat5 sw = stats(w, RUNS), sr = stats(rd, RUNS), sb = stats(base, RUNS);
+	report("region_mmap_seq_write", sw, "GB/s", sb, sw.median / sb.median,
+	       "mmap/memcpy (higher is better)", ">= 0.9", sw.median / sb.median >= 0.9);
+	report("region_mmap_seq_read", sr, "GB/s", sb, sr.median / sb.median,
+	       "mmap/memcpy (higher is better)", ">= 0.9", sr.median / sb.median >= 0.9);
+
+	static const size_t xfers[] = {64u << 10, 1u << 20};
+	for (int k = 0; k < 2; k++) {
+		size_t x = xfers[k];
+		const size_t total = 32u << 20;
+		double mr[RUNS], mw[RUNS], mb[RUNS];
+		for (int r = 0; r < RUNS; r++) {
+			double t0 = now_ns();
+			for (size_t off = 0; off < total; off += x)
+				vcxl_client_region_read(c, info.cxl.region_index, off, b + off, x);
+			mr[r] = gbps(total, now_ns() - t0);
+			t0 = now_ns();
+			for (size_t off = 0; off < total; off += x)
+				vcxl_client_region_write(c, info.cxl.region_index, off, a + off, x);
+			mw[r] = gbps(total, now_ns() - t0);
+			t0 = now_ns();
+			for (size_t off = 0; off < total; off += x)
+				memcpy(b + off, a + off, x);
+			mb[r] = gbps(total, now_ns() - t0);
+		}
+		char name[64];
+		struct stat5 s1 = stats(mr, RUNS), s2 = stats(mw, RUNS), s3 = stats(mb, RUNS);
+		int is1m = x == (1u << 20);
+		snprintf(name, sizeof(name), "region_msg_read_%zuK", x >> 10);
+		report(name, s1, "GB/s", s3, s1.median / s3.median, "messages/memcpy",
+		       is1m ? ">= 0.3 at 1 MiB" : NULL, is1m ? s1.median / s3.median >= 0.3 : 1);
+		snprintf(name, sizeof(name), "region_msg_write_%zuK", x >> 10);
+		report(name, s2, "GB/s", s3, s2.median / s3.median, "messages/memcpy",
+		       is1m ? ">= 0.3 at 1 MiB" : NULL, is1m ? s2.median / s3.median >= 0.3 : 1);
+	}
+	munmap(reg, sz);
+	munmap(a, sz);
+	munmap(b, sz);
+	close(ri.fd);
+	vcxl_client_close(c);
+	stop_server(srv);
+}
+
+/* ---- 5. bring-up time and memory per device ------------------------------ */
+
+static long rss_kib_excluding_shmem(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	long anon = 0, file = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "RssAnon: %ld", &anon);
+		sscanf(line, "RssFile: %ld", &file);
+	}
+	fclose(f);
+	return anon + file;
+}
+
+static void bench_bringup(void)
+{
+	static const unsigned counts[] = {1, 8, 64};
+	double t1 = 0, rss1 = 0;
+	for (int k = 0; k < 3; k++) {
+		unsigned n = counts[k];
+		double t[RUNS], rss[RUNS];
+		for (int r = 0; r < RUNS; r++) {
+			char sock[300], extra[64], last[320];
+			snprintf(sock, sizeof(sock), "%s/up%u_%d.sock", tmpdir, n, r);
+			snprintf(extra, sizeof(extra), "--devices %u", n);
+			double t0 = now_ns();
+			pid_t srv = start_server(sock, extra, n);
+			snprintf(last, sizeof(last), "%s.%u", sock, n - 1);
+			struct vcxl_client *c = connect_or_die(last);
+			t[r] = (now_ns() - t0) / 1e6;
+			rss[r] = (double)rss_kib_excluding_shmem(srv) / 1024.0;
+			vcxl_client_close(c);
+			stop_server(srv);
+		}
+		struct stat5 st = stats(t, RUNS), sr = stats(rss, RUNS);
+		if (n == 1) {
+			t1 = st.median;
+			rss1 = sr.median;
+		}
+		struct stat5 b1 = {t1, t1, t1, t1, t1};
+		char name[64];
+		snprintf(name, sizeof(name), "bringup_%u_devices", n);
+		double lin = st.median / (t1 * n);
+		report(name, st, "ms", b1, lin, "time / (N x time of 1 device)", "linear (<= 1.0)",
+		       lin <= 1.05);
+		double per = n > 1 ? (sr.median - rss1) / (double)(n - 1) : sr.median;
+		struct stat5 sp = {per, per, per, per, per};
+		struct stat5 budget = {1.0, 1.0, 1.0, 1.0, 1.0};
+		snprintf(name, sizeof(name), "rss_per_device_%u_devices", n);
+		report(name, sp, "MiB", budget, per / 1.0,
+		       n > 1 ? "marginal RSS per device / 1 MiB budget"
+			     : "process RSS (1 device) / 1 MiB",
+		       n > 1 ? "< 1 MiB per device" : NULL, n > 1 ? per < 1.0 : 1);
+	}
+}
+
+/* ---- 6. malformed-message rejection rate --------------------------------- */
+
+static void bench_malformed(void)
+{
+	char sock[300];
+	snprintf(sock, sizeof(sock), "%s/bad.sock", tmpdir);
+	pid_t srv = start_server(sock, NULL, 1);
+	pin_cpu(srv, 0);
+	pin_cpu(0, 0);
+	struct vcxl_client *c = connect_or_die(sock);
+	const long iters = 20000;
+	double bad[RUNS], good[RUNS];
+	uint32_t v;
+	for (int r = 0; r < RUNS; r++) {
+		struct vfio_user_region_access acc = {.offset = 0, .region = 99, .count = 4};
+		double t0 = now_ns();
+		for (long i = 0; i < iters; i++) {
+			struct vcxl_client_reply rep;
+			memset(&rep, 0, sizeof(rep));
+			if (vcxl_client_raw(c, VFIO_USER_REGION_READ, 0, &acc, sizeof(acc), NULL, 0,
+					    &rep) < 0 &&
+			    !(rep.hdr.flags & VFIO_USER_F_ERROR)) {
+				fprintf(stderr, "bench: malformed request not answered\n");
+				exit(1);
+			}
+			vcxl_client_reply_free(&rep);
+		}
+		bad[r] = (double)iters / ((now_ns() - t0) / 1e9);
+		t0 = now_ns();
+		for (long i = 0; i < iters; i++)
+			vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v);
+		good[r] = (double)iters / ((now_ns() - t0) / 1e9);
+	}
+	vcxl_client_close(c);
+	stop_server(srv);
+	struct stat5 a = stats(bad, RUNS), b = stats(good, RUNS);
+	report("malformed_reject_rate", a, "msg/s", b, a.median / b.median,
+	       "rejections/s over valid REGION_READ/s (higher is better)", ">= 0.9",
+	       a.median / b.median >= 0.9);
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: vcxl-bench VCXL-SERVER OUT.json [section...]\n");
+		return 2;
+	}
+	server_bin = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/vcxl-bench.XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	results = json_object_new_array();
+	printf("%-34s %12s %-6s %8s\n", "# name", "value", "unit", "ratio");
+	int all = argc == 3;
+	for (int i = 3; i < argc || all; i++) {
+		const char *s = all ? NULL : argv[i];
+		if (all || !strcmp(s, "regs"))
+			bench_registers();
+		if (all || !strcmp(s, "roundtrip"))
+			bench_roundtrip();
+		if (all || !strcmp(s, "region"))
+			bench_region();
+		if (all || !strcmp(s, "bringup"))
+			bench_bringup();
+		if (all || !strcmp(s, "malformed"))
+			bench_malformed();
+		if (all)
+			break;
+	}
+	json_object *root = json_object_new_object();
+	char host[128] = "";
+	gethostname(host, sizeof(host) - 1);
+	json_object_object_add(root, "host", json_object_new_string(host));
+	json_object_object_add(root, "cpus", json_object_new_int((int)sysconf(_SC_NPROCESSORS_ONLN)));
+	json_object_object_add(root, "mem_kib",
+			       json_object_new_int64((int64_t)sysconf(_SC_PHYS_PAGES) *
+						     sysconf(_SC_PAGESIZE) / 1024));
+	json_object_object_add(root, "time", json_object_new_int64((int64_t)time(NULL)));
+	json_object_object_add(root, "results", results);
+	if (json_object_to_file_ext(argv[2], root, JSON_C_TO_STRING_PRETTY) < 0)
+		fprintf(stderr, "bench: cannot write %s\n", argv[2]);
+	json_object_put(root);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench: cleanup of %s failed\n", tmpdir);
+	return 0;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The vfio-user server: transport (UNIX sockets with SCM_RIGHTS, or an
+ * in-memory buffer for fuzzing), the protocol layer (one struct vcxl_conn per
+ * connected client: message reassembly, validation, dispatch, DMA map table,
+ * IRQ eventfds, server->client DMA), and the epoll event loop serving any
+ * number of devices.
+ *
+ * The protocol layer reaches its device only through struct vcxl_dev_ops, so
+ * tests and fuzzers can bind a fake device; vcxl_vdev_dev_ops binds the
+ * vfio-cxl core (vfio_cxl.h) plus the device model's timers.
+ */
+#ifndef VCXL_SERVER_H
+#define VCXL_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "vcxl/backend.h"
+#include "vcxl/vfio_cxl.h"
+#include "vcxl/vfio_user.h"
+
+/* ---------------------------------------------------------------------- */
+/* Logging (stderr, one line per message)                                  */
+/* ---------------------------------------------------------------------- */
+enum vcxl_log_level {
+	VCXL_LOG_ERROR = 0,
+	VCXL_LOG_WARN,
+	VCXL_LOG_INFO,
+	VCXL_LOG_DEBUG,
+};
+void vcxl_log_set_level(enum vcxl_log_level lvl);
+enum vcxl_log_level vcxl_log_get_level(void);
+/* "error"|"warn"|"info"|"debug" -> 0 or -EINVAL */
+int vcxl_log_parse_level(const char *s, enum vcxl_log_level *lvl);
+void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Every rejected client message is logged at warn with this prefix. */
+#define VCXL_PROTO_ERR_PREFIX "protocol error: "
+
+/* ---------------------------------------------------------------------- */
+/* Limits                                                                  */
+/* ---------------------------------------------------------------------- */
+#define VCXL_SRV_MAX_MSG_FDS   16	 /* fds the server accepts per message */
+#define VCXL_SRV_MAX_XFER      (1u << 20) /* max_data_xfer_size the server accepts */
+#define VCXL_SRV_MAX_DMA_MAPS  4096	 /* DMA windows valid at once */
+#define VCXL_SRV_MSG_SLACK     4096	 /* header/struct room above max_data_xfer_size */
+#define VCXL_SRV_MAX_QUEUED    256	 /* client requests queued during a DMA wait */
+#define VCXL_SRV_DMA_TIMEOUT_MS 5000	 /* wait for the client's DMA_READ/WRITE reply */
+#define VCXL_SRV_PGSIZE        4096ull
+
+/* ---------------------------------------------------------------------- */
+/* The device the protocol layer serves                                    */
+/* ---------------------------------------------------------------------- */
+struct vcxl_dev_ops {
+	void (*get_info)(void *dev, struct vcxl_vdev_info *info);
+	int (*region_info)(void *dev, uint32_t index, struct vcxl_vregion_info *ri);
+	int (*region_read)(void *dev, uint32_t index, uint64_t off, void *buf, size_t len);
+	int (*region_write)(void *dev, uint32_t index, uint64_t off, const void *buf, size_t len);
+	int (*irq_info)(void *dev, uint32_t index, uint32_t *count, uint32_t *flags);
+	void (*set_irq_handler)(void *dev, vcxl_irq_fn fn, void *opaque);
+	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
+	int (*reset)(void *dev);
+	void (*client_gone)(void *dev);
+	/* Run device timers; ms to the next deadline or -1 for none. */
+	int (*poll)(void *dev);
+};
+
+/* A served device: the model (may be NULL for other backends) and its vdev. */
+struct vcxl_model;
+struct vcxl_sdev {
+	struct vcxl_model *model;
+	struct vcxl_vdev *vdev;
+};
+/* Binds struct vcxl_dev_ops to vfio_cxl.h; dev is a struct vcxl_sdev *. */
+extern const struct vcxl_dev_ops vcxl_sdev_ops;
+
+/* ---------------------------------------------------------------------- */
+/* Transport                                                               */
+/* ---------------------------------------------------------------------- */
+struct vcxl_io_ops {
+	/* Send iov (one message) with fds attached to its first byte.
+	 * Returns bytes sent (may be short), -EAGAIN or -errno. */
+	ssize_t (*send)(void *io, const struct iovec *iov, int iovcnt, const int *fds,
+			unsigned nfds);
+	/* Receive up to len bytes. Received fds are stored in fds[0..*nfds)
+	 * (at most maxfds; more are closed and *ctrunc set, as is a truncated
+	 * control message). Returns bytes, 0 on EOF, -EAGAIN or -errno. */
+	ssize_t (*recv)(void *io, void *buf, size_t len, int *fds, unsigned maxfds,
+			unsigned *nfds, bool *ctrunc);
+	/* Wait until readable (or writable): 0, -ETIMEDOUT or -errno. */
+	int (*wait)(void *io, bool for_write, int timeout_ms);
+};
+
+/* UNIX socket transport: io is (void *)(intptr_t)fd of a connected socket. */
+extern const struct vcxl_io_ops vcxl_sock_io_ops;
+static inline void *vcxl_sock_io(int fd)
+{
+	return (void *)(intptr_t)fd;
+}
+/* Listen on path (stale sockets removed; a live server there is -EADDRINUSE). */
+int vcxl_sock_listen(const char *path, int backlog);
+/* Accept one client, non-blocking and close-on-exec: fd or -errno. */
+int vcxl_sock_accept(int lfd);
+/* Connect (blocking, close-on-exec): fd or -errno. */
+int vcxl_sock_connect(const char *path);
+/* Blocking helpers for clients: send a whole message with fds; receive
+ * exactly len bytes, collecting fds (closed beyond maxfds). */
+int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *fds,
+		       unsigned nfds);
+int vcxl_sock_recv_all(int fd, void *buf, size_t len, int *fds, unsigned maxfds,
+		       unsigned *nfds, bool *ctrunc);
+
+/* Buffer transport (fuzzing, unit tests): input bytes are consumed in order;
+ * fds can be queued to arrive with the byte at a given input offset; output
+ * is appended to a growable buffer. */
+struct vcxl_bufio {
+	const uint8_t *in;
+	size_t in_len, in_off;
+	struct {
+		size_t at;
+		int fd;
+	} infd[32];
+	unsigned n_infd, infd_next;
+	uint8_t *out;
+	size_t out_len, out_cap;
+	unsigned out_fds; /* fds the server attached (not duplicated) */
+	size_t max_out;	  /* 0 = unbounded; beyond it send returns -EAGAIN */
+};
+extern const struct vcxl_io_ops vcxl_buf_io_ops;
+void vcxl_bufio_init(struct vcxl_bufio *b, const void *in, size_t len);
+/* fd arrives with the recv() that consumes input byte `at` */
+int vcxl_bufio_add_fd(struct vcxl_bufio *b, size_t at, int fd);
+void vcxl_bufio_fini(struct vcxl_bufio *b);
+
+/* ---------------------------------------------------------------------- */
+/* DMA map table                                                           */
+/* ---------------------------------------------------------------------- */
+struct vcxl_dma_map {
+	uint64_t iova, size;
+	uint32_t flags;	  /* VFIO_USER_F_DMA_REGION_READ/WRITE */
+	int fd;		  /* -1: no fd, reached through DMA_READ/WRITE messages */
+	uint64_t offset;  /* in fd */
+	void *map_base;	  /* mmap() result (page aligned) or NULL */
+	size_t map_len;
+	uint8_t *ptr;	  /* host address of iova, or NULL */
+};
+
+struct vcxl_dma_table {
+	struct vcxl_dma_map *maps; /* sorted by iova, non-overlapping */
+	unsigned n, cap, max;
+	uint64_t pgsize;
+};
+
+void vcxl_dma_init(struct vcxl_dma_table *t, unsigned max_maps, uint64_t pgsize);
+/* Add [iova, iova+size) backed by fd at offset (fd -1: no fd). The table
+ * takes ownership of fd on success AND on failure. -EINVAL (size 0,
+ * alignment, overflow, flags), -EEXIST (overlap), -ENOSPC (count), or the
+ * mmap errno. */
+int vcxl_dma_add(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, uint32_t flags, int fd,
+		 uint64_t offset);
+/* Remove the mapping that matches exactly: 0 or -ENOENT. */
+int vcxl_dma_remove(struct vcxl_dma_table *t, uint64_t iova, uint64_t size);
+void vcxl_dma_remove_all(struct vcxl_dma_table *t);
+/* Mapping containing iova, or NULL. */
+const struct vcxl_dma_map *vcxl_dma_find(const struct vcxl_dma_table *t, uint64_t iova);
+
+/* ---------------------------------------------------------------------- */
+/* Connection (protocol layer)                                             */
+/* ---------------------------------------------------------------------- */
+struct vcxl_conn;
+
+struct vcxl_conn_cfg {
+	uint32_t max_xfer;     /* our max_data_xfer_size; 0 = VCXL_SRV_MAX_XFER */
+	unsigned max_dma_maps; /* 0 = VCXL_SRV_MAX_DMA_MAPS */
+	unsigned max_msg_fds;  /* 0 = VCXL_SRV_MAX_MSG_FDS */
+	int dma_timeout_ms;    /* 0 = VCXL_SRV_DMA_TIMEOUT_MS */
+	const char *name;      /* for logs */
+};
+
+struct vcxl_conn_stats {
+	uint64_t msgs, errors, proto_errors, dma_msgs, irqs;
+};
+
+/* Bind a connected client to a device. Installs DMA ops and the IRQ handler
+ * on the device; destroy removes them and calls ops->client_gone. */
+struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct vcxl_dev_ops *ops,
+				   void *dev, const struct vcxl_io_ops *io, void *io_opaque);
+void vcxl_conn_destroy(struct vcxl_conn *c);
+/* Socket readable: receive and handle messages (bounded batch). 0 to keep
+ * the connection, -errno (EOF = -ECONNRESET, broken stream = -EPROTO) to
+ * close it. */
+int vcxl_conn_on_readable(struct vcxl_conn *c);
+/* Socket writable: flush queued output. 0 or -errno (close). */
+int vcxl_conn_on_writable(struct vcxl_conn *c);
+/* Handle requests queued during a DMA wait (call after device timers). */
+int vcxl_conn_drain(struct vcxl_conn *c);
+bool vcxl_conn_wants_write(const struct vcxl_conn *c);
+/* True when the connection must be closed (fatal error seen). */
+bool vcxl_conn_dead(const struct vcxl_conn *c);
+void vcxl_conn_get_stats(const struct vcxl_conn *c, struct vcxl_conn_stats *st);
+const struct vcxl_dma_table *vcxl_conn_dma(const struct vcxl_conn *c);
+
+/* ---------------------------------------------------------------------- */
+/* Event loop                                                              */
+/* ---------------------------------------------------------------------- */
+struct vcxl_loop;
+int vcxl_loop_create(struct vcxl_loop **out);
+/* Serve dev on a listening socket path (the loop unlinks it at destroy). */
+int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcxl_dev_ops *ops,
+			 void *dev, const struct vcxl_conn_cfg *cfg);
+/* Run until SIGTERM/SIGINT (signalfd; the signals are blocked by the caller
+ * or by this function) or vcxl_loop_stop(). 0 or -errno. */
+int vcxl_loop_run(struct vcxl_loop *l);
+void vcxl_loop_stop(struct vcxl_loop *l);
+void vcxl_loop_destroy(struct vcxl_loop *l);
+
+/* Size with K/M/G/T suffix (powers of 1024): 0 or -EINVAL. */
+int vcxl_parse_size(const char *s, uint64_t *out);
+
+#endif /* VCXL_SERVER_H */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Host CXL core internals shared by probe.c, doe.c and region.c. */
+#ifndef VCXL_HOST_PRIV_H
+#define VCXL_HOST_PRIV_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "vcxl/host_cxl.h"
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S  1000000000ull
+
+/* Write a one-line reason into err (if any) and return rc. */
+static inline int __attribute__((format(printf, 4, 5)))
+host_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static inline int cfg_rd(struct vcxl_backend *be, uint32_t off, unsigned len, uint32_t *v)
+{
+	uint64_t x = 0;
+	int rc = be->ops->cfg_read(be->dev, off, len, &x);
+	*v = (uint32_t)x;
+	return rc;
+}
+
+static inline int cfg_wr(struct vcxl_backend *be, uint32_t off, unsigned len, uint32_t v)
+{
+	return be->ops->cfg_write(be->dev, off, len, v);
+}
+
+/* HDM decoder register access, offsets from the HDM capability. */
+static inline int hdm_rd(struct vcxl_cxl_dev *d, uint32_t reg, uint32_t *v)
+{
+	return vcxl_cxl_comp_read32(d, d->hdm_off + reg, v);
+}
+
+static inline int hdm_wr(struct vcxl_cxl_dev *d, uint32_t reg, uint32_t v)
+{
+	return vcxl_cxl_comp_write32(d, d->hdm_off + reg, v);
+}
+
+/* Read the device's CDAT over its DOE mailbox (doe.c). 0 + malloc'ed table. */
+int vcxl_host_read_cdat(struct vcxl_cxl_dev *d, uint8_t **cdat, size_t *len, char *err,
+			size_t errlen);
+
+#endif /* VCXL_HOST_PRIV_H */

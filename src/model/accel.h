@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Internals of the accelerator model, shared by accel.c, accel_cfg.c and accel_engine.c. */
+#ifndef VCXL_MODEL_ACCEL_H
+#define VCXL_MODEL_ACCEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vcxl/cxl_spec.h"
+#include "vcxl/model.h"
+
+/* Config space layout of the model */
+#define MODEL_CFG_SIZE	    0x1000u
+#define MODEL_PCIE_CAP	    0x40u
+#define MODEL_PCIE_CAP_SIZE 0x3cu /* PCIe capability version 2 */
+#define MODEL_MSIX_CAP	    0x80u
+#define MODEL_DVSEC_DEVICE  0x100u
+#define MODEL_DVSEC_REGLOC  0x140u
+#define MODEL_DVSEC_GPF	    0x160u
+#define MODEL_DVSEC_FLEXBUS 0x180u
+#define MODEL_DOE	    0x1a0u
+#define MODEL_REVISION	    0x01u
+#define MODEL_CLASS	    0x120000u /* processing accelerator */
+#define MODEL_COMP_BAR	    0u
+#define MODEL_CTRL_BAR	    2u
+#define MODEL_CDAT_MAX	    256u
+#define MODEL_DMA_CHUNK	    0x10000u
+/* Memory_Info_Valid is set at once; CXL reset completes synchronously. */
+#define MODEL_RESET_TMO_ENC 0 /* 10 ms */
+/* Component block storage: only the CXL.cache/mem range (the rest reads 0) */
+#define MODEL_COMP_RF_SIZE CXL_CM_SIZE
+
+struct vcxl_model {
+	struct vcxl_model_cfg cfg;
+	struct vcxl_backend be;
+	char name[48];
+	bool removed;
+
+	struct vcxl_regfile cfgrf;  /* 4 KiB config space */
+	struct vcxl_regfile comprf; /* CM range of the component block */
+	struct vcxl_regfile bar2rf; /* job engine + MSI-X */
+	struct vcxl_dvsec_device dvsec;
+	struct vcxl_comp comp;
+	struct vcxl_doe doe;
+	uint8_t cdat[MODEL_CDAT_MAX];
+	int cdat_len;
+
+	uint64_t comp_off; /* component block offset in BAR0 */
+	int bar0_fd;
+	uint8_t *bar0; /* BAR0 backing (component block part unused) */
+
+	int mem_fd;
+	uint64_t mem_size;
+	uint8_t *mem; /* mapped on first use */
+
+	uint64_t active_t0_ms; /* Memory_Active asserts active_delay_ms after this */
+	uint64_t jobs_done;
+
+	vcxl_irq_fn irq_fn;
+	void *irq_opaque;
+	const struct vcxl_dma_ops *dma;
+	void *dma_opaque;
+};
+
+uint64_t model_now_ms(void);
+uint8_t *model_mem_map(struct vcxl_model *m);
+bool model_mem_active(struct vcxl_model *m);
+void model_mem_clear(struct vcxl_model *m);
+
+/* accel_cfg.c: config space, FLR, CXL reset */
+int model_cfg_layout(struct vcxl_model *m);
+void model_flr(struct vcxl_model *m);
+int model_cxl_reset(struct vcxl_model *m);
+void model_refresh_ranges(struct vcxl_model *m);
+uint16_t model_msix_ctrl(const struct vcxl_model *m);
+
+/* accel_engine.c: BAR2 */
+int model_bar2_layout(struct vcxl_model *m);
+void model_engine_reset(struct vcxl_model *m);
+void model_msix_update(struct vcxl_model *m);
+
+#endif /* VCXL_MODEL_ACCEL_H */

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* Accelerator model BAR2: the job engine (FILL/COPY over DPA and DMA) and MSI-X table/PBA. */
+#include <errno.h>
+#include <linux/pci_regs.h>
+#include <string.h>
+
+#include "accel.h"
+
+#define JOB_OP_MASK	0xffu
+#define JOB_FLAGS_MASK	(ACCEL_JOBF_SRC_HOST | ACCEL_JOBF_DST_HOST | ACCEL_JOBF_IRQ)
+#define JOB_VECTOR_MASK 0x7ffu /* an MSI-X table index */
+#define STATUS_W1C	(ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR)
+#define MSIX_ADDR_LO_RW VCXL_GENMASK(31, 2)
+#define MSIX_TABLE_END	(VCXL_MODEL_MSIX_TABLE + VCXL_MODEL_MSIX_VECTORS * PCI_MSIX_ENTRY_SIZE)
+
+/* ---- MSI-X (PCI r3.0 6.8.2) ------------------------------------------ */
+
+static uint32_t msix_vctrl(uint32_t v)
+{
+	return VCXL_MODEL_MSIX_TABLE + v * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL;
+}
+
+static bool msix_deliverable(const struct vcxl_model *m, unsigned v)
+{
+	uint16_t ctrl = model_msix_ctrl(m);
+	return (ctrl & PCI_MSIX_FLAGS_ENABLE) && !(ctrl & PCI_MSIX_FLAGS_MASKALL) &&
+	       !(vcxl_rf_get32(&m->bar2rf, msix_vctrl(v)) & PCI_MSIX_ENTRY_CTRL_MASKBIT) &&
+	       m->irq_fn;
+}
+
+static void msix_pending(struct vcxl_model *m, unsigned v, bool on)
+{
+	uint32_t off = VCXL_MODEL_MSIX_PBA + (v / 32) * 4;
+	vcxl_rf_update32(&m->bar2rf, off, 1u << (v % 32), on ? 1u << (v % 32) : 0);
+}
+
+/* A masked (or disabled) vector is remembered in the PBA and sent on unmask. */
+static void msix_raise(struct vcxl_model *m, unsigned v)
+{
+	if (msix_deliverable(m, v))
+		m->irq_fn(m->irq_opaque, VCXL_IRQ_MSIX, v);
+	else
+		msix_pending(m, v, true);
+}
+
+void model_msix_update(struct vcxl_model *m)
+{
+	for (unsigned v = 0; v < VCXL_MODEL_MSIX_VECTORS; v++) {
+		uint32_t pba = vcxl_rf_get32(&m->bar2rf, VCXL_MODEL_MSIX_PBA + (v / 32) * 4);
+		if ((pba & (1u << (v % 32))) && msix_deliverable(m, v)) {
+			msix_pending(m, v, false);
+			m->irq_fn(m->irq_opaque, VCXL_IRQ_MSIX, v);
+		}
+	}
+}
+
+static void msix_table_write(void *opaque, struct vcxl_regfile *rf, uint32_t dw_off, uint32_t old,
+			     uint32_t val)
+{
+	model_msix_update(opaque);
+}
+
+/* ---- job engine --------------------------------------------------------- */
+
+struct job {
+	uint32_t op, flags;
+	uint64_t src, dst, len, pattern;
+};
+
+static bool dpa_ok(const struct vcxl_model *m, uint64_t addr, uint64_t len)
+{
+	return len <= m->mem_size && addr <= m->mem_size - len;
+}
+
+/* Pattern bytes continue across chunks: byte i of the job is byte (i % 8) of the pattern. */
+static void pattern_fill(uint8_t *p, size_t n, uint64_t pos, uint64_t pattern)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(pattern >> (8 * ((pos + i) % 8)));
+}
+
+static int job_fill(struct vcxl_model *m, const struct job *j)
+{
+	uint8_t buf[MODEL_DMA_CHUNK];
+
+	if (!(j->flags & ACCEL_JOBF_DST_HOST)) {
+		uint8_t *mem;
+		if (!dpa_ok(m, j->dst, j->len) || !(mem = model_mem_map(m)))
+			return -EINVAL;
+		if (j->pattern == 0 || j->pattern == ~0ull) {
+			memset(mem + j->dst, (uint8_t)j->pattern, j->len);
+			return 0;
+		}
+		/* the chunk is a multiple of 8, so every chunk starts at pattern byte 0 */
+		pattern_fill(buf, sizeof(buf), 0, j->pattern);
+		for (uint64_t i = 0; i < j->len; i += sizeof(buf)) {
+			uint64_t n = j->len - i < sizeof(buf) ? j->len - i : sizeof(buf);
+			memcpy(mem + j->dst + i, buf, n);
+		}
+		return 0;
+	}
+	if (!m->dma || !m->dma->write || j->len > m->mem_size)
+		return -EIO;
+	for (uint64_t done = 0; done < j->len;) {
+		size_t n = j->len - done < sizeof(buf) ? (size_t)(j->len - done) : sizeof(buf);
+		pattern_fill(buf, n, done, j->pattern);
+		if (m->dma->write(m->dma_opaque, j->dst + done, buf, n))
+			return -EIO;
+		done += n;
+	}
+	return 0;
+}
+
+/* COPY: either side is device memory (DPA) or a DMA address (SRC_HOST/DST_HOST). */
+static int job_copy(struct vcxl_model *m, const struct job *j)
+{
+	bool sh = j->flags & ACCEL_JOBF_SRC_HOST, dh = j->flags & ACCEL_JOBF_DST_HOST;
+	uint8_t buf[MODEL_DMA_CHUNK];
+	uint8_t *mem = NULL;
+
+	if (j->len > m->mem_size || (!sh && !dpa_ok(m, j->src, j->len)) ||
+	    (!dh && !dpa_ok(m, j->dst, j->len)))
+		return -EINVAL;
+	if ((sh || dh) && !m->dma)
+		return -EIO;
+	if ((sh && !m->dma->read) || (dh && !m->dma->write))
+		return -EIO;
+	if ((!sh || !dh) && !(mem = model_mem_map(m)))
+		return -ENOMEM;
+	if (!sh && !dh) {
+		memmove(mem + j->dst, mem + j->src, j->len);
+		return 0;
+	}
+	for (uint64_t done = 0; done < j->len;) {
+		size_t n = j->len - done < sizeof(buf) ? (size_t)(j->len - done) : sizeof(buf);
+		uint8_t *src = sh ? buf : mem + j->src + done;
+		if (sh &&
+		    m->dma->read(m->dma_opaque, j->src + done, dh ? buf : mem + j->dst + done, n))
+			return -EIO;
+		if (dh && m->dma->write(m->dma_opaque, j->dst + done, src, n))
+			return -EIO;
+		done += n;
+	}
+	return 0;
+}
+
+static int job_run(struct vcxl_model *m, const struct job *j)
+{
+	if (j->flags & ~JOB_FLAGS_MASK)
+		return -EINVAL;
+	switch (j->op) {
+	case ACCEL_OP_NOP:
+		return 0;
+	case ACCEL_OP_FILL:
+		return j->flags & ACCEL_JOBF_SRC_HOST ? -EINVAL : job_fill(m, j);
+	case ACCEL_OP_COPY:
+		return job_copy(m, j);
+	}
+	return -EINVAL;
+}
+
+/* Doorbell: run the job synchronously, then DONE or ERROR, JOBS_DONE++, optional MSI-X. */
+static void engine_doorbell(void *opaque, struct vcxl_regfile *rf, uint32_t dw_off, uint32_t old,
+			    uint32_t val)
+{
+	struct vcxl_model *m = opaque;
+	struct job j = {
+	    .op = vcxl_rf_get32(rf, ACCEL_REG_JOB_OP),
+	    .flags = vcxl_rf_get32(rf, ACCEL_REG_JOB_FLAGS),
+	    .src = vcxl_rf_get64(rf, ACCEL_REG_JOB_SRC),
+	    .dst = vcxl_rf_get64(rf, ACCEL_REG_JOB_DST),
+	    .len = vcxl_rf_get64(rf, ACCEL_REG_JOB_LEN),
+	    .pattern = vcxl_rf_get64(rf, ACCEL_REG_JOB_PATTERN),
+	};
+	unsigned vector = vcxl_rf_get32(rf, ACCEL_REG_JOB_VECTOR);
+
+	vcxl_rf_set32(rf, dw_off, 0);
+	if (!(val & ACCEL_DOORBELL_GO))
+		return;
+	int rc = job_run(m, &j);
+	if ((j.flags & ACCEL_JOBF_IRQ) && vector >= VCXL_MODEL_MSIX_VECTORS)
+		rc = -EINVAL;
+	vcxl_rf_update32(rf, ACCEL_REG_STATUS, STATUS_W1C | ACCEL_STATUS_BUSY,
+			 rc ? ACCEL_STATUS_ERROR : ACCEL_STATUS_DONE);
+	m->jobs_done++;
+	vcxl_rf_set32(rf, ACCEL_REG_JOBS_DONE, (uint32_t)m->jobs_done);
+	if ((j.flags & ACCEL_JOBF_IRQ) && vector < VCXL_MODEL_MSIX_VECTORS)
+		msix_raise(m, vector);
+}
+
+static int engine_regs(struct vcxl_model *m)
+{
+	struct vcxl_regfile *rf = &m->bar2rf;
+	int rc = vcxl_rf_init_val(rf, ACCEL_REG_ID, 4, ACCEL_ID_VALUE);
+	rc = rc ?: vcxl_rf_init_val(rf, ACCEL_REG_VERSION, 4, ACCEL_VERSION_VALUE);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_OP, 4, JOB_OP_MASK, VCXL_RF_RW);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_OP, 4, ~JOB_OP_MASK, VCXL_RF_RSVD);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_FLAGS, 4, JOB_FLAGS_MASK, VCXL_RF_RW);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_FLAGS, 4, ~JOB_FLAGS_MASK, VCXL_RF_RSVD);
+	for (uint32_t r = ACCEL_REG_JOB_SRC; r <= ACCEL_REG_JOB_PATTERN && !rc; r += 8)
+		rc = vcxl_rf_define(rf, r, 8, ~0ull, VCXL_RF_RW);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_DOORBELL, 4, ACCEL_DOORBELL_GO, VCXL_RF_RW);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_DOORBELL, 4, ~ACCEL_DOORBELL_GO, VCXL_RF_RSVD);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_STATUS, 4, STATUS_W1C, VCXL_RF_RW1C);
+	rc = rc
+		 ?: vcxl_rf_define(rf, ACCEL_REG_STATUS, 4, ~(STATUS_W1C | ACCEL_STATUS_BUSY),
+				   VCXL_RF_RSVD);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_VECTOR, 4, JOB_VECTOR_MASK, VCXL_RF_RW);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_VECTOR, 4, ~JOB_VECTOR_MASK, VCXL_RF_RSVD);
+	rc = rc ?: vcxl_rf_hook(rf, ACCEL_REG_DOORBELL, 4, NULL, engine_doorbell, m);
+	return rc;
+}
+
+/* PCI r3.0 6.8.2.6-9: table entries (address, data, vector control) and the PBA. */
+static int msix_regs(struct vcxl_model *m)
+{
+	struct vcxl_regfile *rf = &m->bar2rf;
+	int rc = 0;
+	for (unsigned v = 0; v < VCXL_MODEL_MSIX_VECTORS && !rc; v++) {
+		uint32_t e = VCXL_MODEL_MSIX_TABLE + v * PCI_MSIX_ENTRY_SIZE;
+		rc = vcxl_rf_define(rf, e + PCI_MSIX_ENTRY_LOWER_ADDR, 4, MSIX_ADDR_LO_RW,
+				    VCXL_RF_RW);
+		rc = rc ?: vcxl_rf_define(rf, e + PCI_MSIX_ENTRY_UPPER_ADDR, 4, ~0u, VCXL_RF_RW);
+		rc = rc ?: vcxl_rf_define(rf, e + PCI_MSIX_ENTRY_DATA, 4, ~0u, VCXL_RF_RW);
+		rc = rc
+			 ?: vcxl_rf_define(rf, e + PCI_MSIX_ENTRY_VECTOR_CTRL, 4,
+					   PCI_MSIX_ENTRY_CTRL_MASKBIT, VCXL_RF_RW);
+		rc = rc
+			 ?: vcxl_rf_define(rf, e + PCI_MSIX_ENTRY_VECTOR_CTRL, 4,
+					   ~PCI_MSIX_ENTRY_CTRL_MASKBIT, VCXL_RF_RSVD);
+		/* vectors come out of reset masked */
+		rc = rc
+			 ?: vcxl_rf_init_val(rf, e + PCI_MSIX_ENTRY_VECTOR_CTRL, 4,
+					     PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	}
+	rc = rc
+		 ?: vcxl_rf_hook(rf, VCXL_MODEL_MSIX_TABLE, MSIX_TABLE_END - VCXL_MODEL_MSIX_TABLE,
+				 NULL, msix_table_write, m);
+	return rc;
+}
+
+int model_bar2_layout(struct vcxl_model *m)
+{
+	int rc = vcxl_rf_init(&m->bar2rf, VCXL_MODEL_BAR2_SIZE);
+	rc = rc ?: engine_regs(m);
+	rc = rc ?: msix_regs(m);
+	/* MMIO registers of the engine, the MSI-X table and the PBA: DW/QW accesses only */
+	rc = rc ?: vcxl_rf_access_rule(&m->bar2rf, 0, VCXL_MODEL_BAR2_SIZE, VCXL_RF_ACC_DWORD);
+	return rc;
+}
+
+void model_engine_reset(struct vcxl_model *m)
+{
+	vcxl_rf_reset(&m->bar2rf);
+	m->jobs_done = 0;
+}

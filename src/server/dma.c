@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The DMA map table: the client's memory windows (vfio-user DMA_MAP), sorted
+ * by IOVA and non-overlapping, each mmapped from its fd when it has one.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vcxl/server.h"
+
+void vcxl_dma_init(struct vcxl_dma_table *t, unsigned max_maps, uint64_t pgsize)
+{
+	memset(t, 0, sizeof(*t));
+	t->max = max_maps ? max_maps : VCXL_SRV_MAX_DMA_MAPS;
+	t->pgsize = pgsize ? pgsize : VCXL_SRV_PGSIZE;
+}
+
+/* Index of the first mapping whose end is above iova (binary search). */
+static unsigned dma_lower_bound(const struct vcxl_dma_table *t, uint64_t iova)
+{
+	unsigned lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		const struct vcxl_dma_map *m = &t->maps[mid];
+
+		if (m->iova + m->size <= iova)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct vcxl_dma_map *vcxl_dma_find(const struct vcxl_dma_table *t, uint64_t iova)
+{
+	unsigned i = dma_lower_bound(t, iova);
+
+	if (i < t->n && t->maps[i].iova <= iova)
+		return &t->maps[i];
+	return NULL;
+}
+
+static void dma_map_release(struct vcxl_dma_map *m)
+{
+	if (m->map_base)
+		munmap(m->map_base, m->map_len);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->map_base = NULL;
+	m->ptr = NULL;
+	m->fd = -1;
+}
+
+/* vfio-user spec "DMA_MAP": the IOVA range and the fd range must be valid. */
+static int dma_check_args(const struct vcxl_dma_table *t, uint64_t iova, uint64_t size,
+			  uint32_t flags, int fd, uint64_t offset)
+{
+	uint64_t mask = t->pgsize - 1;
+	uint32_t rw = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
+
+	if (flags & ~(rw | VFIO_USER_F_DMA_REGION_LIBVFU_EXT))
+		return -EINVAL;
+	if (!(flags & rw))
+		return -EINVAL;
+	if (!size || ((iova | size) & mask))
+		return -EINVAL;
+	if (iova + size <= iova) /* the end must be representable */
+		return -EINVAL;
+	if (fd >= 0 && (offset + size < offset || offset > (uint64_t)INT64_MAX - size))
+		return -EINVAL;
+	return 0;
+}
+
+/* mmap the fd range with the protection the flags grant. */
+static int dma_mmap(struct vcxl_dma_map *m)
+{
+	int prot = 0;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t aligned = m->offset & ~(page - 1);
+	uint64_t skew = m->offset - aligned;
+	void *p;
+
+	if (m->flags & VFIO_USER_F_DMA_REGION_READ)
+		prot |= PROT_READ;
+	if (m->flags & VFIO_USER_F_DMA_REGION_WRITE)
+		prot |= PROT_WRITE;
+	if (m->size + skew > SIZE_MAX)
+		return -EINVAL;
+	p = mmap(NULL, m->size + skew, prot, MAP_SHARED, m->fd, (off_t)aligned);
+	if (p == MAP_FAILED)
+		return -errno;
+	m->map_base = p;
+	m->map_len = m->size + skew;
+	m->ptr = (uint8_t *)p + skew;
+	return 0;
+}
+
+int vcxl_dma_add(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, uint32_t flags, int fd,
+		 uint64_t offset)
+{
+	struct vcxl_dma_map m = {
+		.iova = iova, .size = size, .flags = flags, .fd = fd, .offset = offset};
+	unsigned i;
+	int rc;
+
+	rc = dma_check_args(t, iova, size, flags, fd, offset);
+	if (rc)
+		goto fail;
+	i = dma_lower_bound(t, iova);
+	if (i < t->n && t->maps[i].iova < iova + size) {
+		rc = -EEXIST;
+		goto fail;
+	}
+	if (t->n >= t->max) {
+		rc = -ENOSPC;
+		goto fail;
+	}
+	if (t->n == t->cap) {
+		unsigned ncap = t->cap ? t->cap * 2 : 16;
+		struct vcxl_dma_map *n;
+
+		if (ncap > t->max)
+			ncap = t->max;
+		n = realloc(t->maps, ncap * sizeof(*n));
+		if (!n) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		t->maps = n;
+		t->cap = ncap;
+	}
+	if (fd >= 0) {
+		rc = dma_mmap(&m);
+		if (rc)
+			goto fail;
+	}
+	memmove(&t->maps[i + 1], &t->maps[i], (t->n - i) * sizeof(*t->maps));
+	t->maps[i] = m;
+	t->n++;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int vcxl_dma_remove(struct vcxl_dma_table *t, uint64_t iova, uint64_t size)
+{
+	unsigned i = dma_lower_bound(t, iova);
+
+	if (i >= t->n || t->maps[i].iova != iova || t->maps[i].size != size)
+		return -ENOENT;
+	dma_map_release(&t->maps[i]);
+	memmove(&t->maps[i], &t->maps[i + 1], (t->n - i - 1) * sizeof(*t->maps));
+	t->n--;
+	return 0;
+}
+
+void vcxl_dma_remove_all(struct vcxl_dma_table *t)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		dma_map_release(&t->maps[i]);
+	free(t->maps);
+	t->maps = NULL;
+	t->n = t->cap = 0;
+}

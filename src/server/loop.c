@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The event loop: one epoll set for every device's listening socket, its
+ * client connection and a signalfd for SIGTERM/SIGINT. Device timers run
+ * between events; the epoll timeout is the nearest device deadline.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "vcxl/server.h"
+
+#define LOOP_MAX_EVENTS 32
+
+enum tag_kind {
+	TAG_SIGNAL,
+	TAG_LISTEN,
+	TAG_CONN,
+};
+
+struct loop_tag {
+	enum tag_kind kind;
+	struct loop_dev *d;
+};
+
+struct loop_dev {
+	char *path;
+	char name[64];
+	int lfd, cfd;
+	uint32_t cev; /* events registered for cfd */
+	const struct vcxl_dev_ops *ops;
+	void *dev;
+	struct vcxl_conn_cfg cfg;
+	struct vcxl_conn *conn;
+	struct loop_tag ltag, ctag;
+	unsigned clients;
+};
+
+struct vcxl_loop {
+	int epfd, sfd;
+	struct loop_dev **devs;
+	unsigned n;
+	bool stop;
+	struct loop_tag stag;
+};
+
+int vcxl_loop_create(struct vcxl_loop **out)
+{
+	struct vcxl_loop *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->sfd = -1;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0) {
+		int rc = -errno;
+
+		free(l);
+		return rc;
+	}
+	l->stag.kind = TAG_SIGNAL;
+	*out = l;
+	return 0;
+}
+
+static int loop_ctl(struct vcxl_loop *l, int op, int fd, uint32_t events, struct loop_tag *t)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = t};
+
+	return epoll_ctl(l->epfd, op, fd, &ev) < 0 ? -errno : 0;
+}
+
+int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcxl_dev_ops *ops,
+			 void *dev, const struct vcxl_conn_cfg *cfg)
+{
+	struct loop_dev *d, **nd;
+	int rc;
+
+	d = calloc(1, sizeof(*d));
+	nd = realloc(l->devs, sizeof(*nd) * (l->n + 1));
+	if (!d || !nd) {
+		free(d);
+		if (nd)
+			l->devs = nd;
+		return -ENOMEM;
+	}
+	l->devs = nd;
+	d->path = strdup(path);
+	d->cfd = -1;
+	d->ops = ops;
+	d->dev = dev;
+	if (cfg)
+		d->cfg = *cfg;
+	snprintf(d->name, sizeof(d->name), "dev%u", l->n);
+	d->cfg.name = d->name;
+	d->ltag = (struct loop_tag){.kind = TAG_LISTEN, .d = d};
+	d->ctag = (struct loop_tag){.kind = TAG_CONN, .d = d};
+	d->lfd = d->path ? vcxl_sock_listen(path, 4) : -ENOMEM;
+	if (d->lfd < 0) {
+		rc = d->lfd;
+		free(d->path);
+		free(d);
+		return rc;
+	}
+	rc = loop_ctl(l, EPOLL_CTL_ADD, d->lfd, EPOLLIN, &d->ltag);
+	if (rc) {
+		close(d->lfd);
+		unlink(d->path);
+		free(d->path);
+		free(d);
+		return rc;
+	}
+	l->devs[l->n++] = d;
+	vcxl_log(VCXL_LOG_INFO, "%s: listening on %s", d->name, path);
+	return 0;
+}
+
+static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
+{
+	if (!d->conn)
+		return;
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, d->cfd, NULL);
+	vcxl_conn_destroy(d->conn);
+	d->conn = NULL;
+	close(d->cfd);
+	d->cfd = -1;
+	if (why == -ECONNRESET)
+		vcxl_log(VCXL_LOG_INFO, "%s: client disconnected", d->name);
+	else
+		vcxl_log(VCXL_LOG_WARN, "%s: connection closed: %s", d->name, strerror(-why));
+}
+
+static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
+{
+	int fd = vcxl_sock_accept(d->lfd);
+
+	if (fd < 0) {
+		if (fd != -EAGAIN)
+			vcxl_log(VCXL_LOG_WARN, "%s: accept: %s", d->name, strerror(-fd));
+		return;
+	}
+	if (d->conn) {
+		vcxl_log(VCXL_LOG_WARN, "%s: refusing a second client (one per device socket)",
+			 d->name);
+		close(fd);
+		return;
+	}
+	d->conn = vcxl_conn_create(&d->cfg, d->ops, d->dev, &vcxl_sock_io_ops, vcxl_sock_io(fd));
+	if (!d->conn) {
+		close(fd);
+		return;
+	}
+	d->cfd = fd;
+	d->cev = EPOLLIN;
+	if (loop_ctl(l, EPOLL_CTL_ADD, fd, d->cev, &d->ctag)) {
+		vcxl_conn_destroy(d->conn);
+		d->conn = NULL;
+		close(fd);
+		d->cfd = -1;
+		return;
+	}
+	d->clients++;
+	vcxl_log(VCXL_LOG_INFO, "%s: client connected", d->name);
+}
+
+/* Read while there is room to write; write only while output is queued. */
+static void loop_update_events(struct vcxl_loop *l, struct loop_dev *d)
+{
+	uint32_t want;
+
+	if (!d->conn)
+		return;
+	if (vcxl_conn_dead(d->conn)) {
+		loop_close_conn(l, d, -EPROTO);
+		return;
+	}
+	want = vcxl_conn_wants_write(d->conn) ? EPOLLOUT : EPOLLIN;
+	if (want != d->cev && !loop_ctl(l, EPOLL_CTL_MOD, d->cfd, want, &d->ctag))
+		d->cev = want;
+}
+
+static void loop_conn_event(struct vcxl_loop *l, struct loop_dev *d, uint32_t ev)
+{
+	int rc = 0;
+
+	if (!d->conn)
+		return;
+	if (ev & EPOLLOUT)
+		rc = vcxl_conn_on_writable(d->conn);
+	if (!rc && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		rc = vcxl_conn_on_readable(d->conn);
+	if (rc) {
+		loop_close_conn(l, d, rc);
+		return;
+	}
+	loop_update_events(l, d);
+}
+
+static int min_timeout(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+/* Device timers, then requests queued during DMA waits: the next timeout. */
+static int loop_service(struct vcxl_loop *l)
+{
+	int timeout = -1;
+
+	for (unsigned i = 0; i < l->n; i++) {
+		struct loop_dev *d = l->devs[i];
+		int t = d->ops->poll ? d->ops->poll(d->dev) : -1;
+
+		timeout = min_timeout(timeout, t);
+		if (d->conn) {
+			int rc = vcxl_conn_drain(d->conn);
+
+			if (rc < 0) {
+				loop_close_conn(l, d, rc);
+				continue;
+			}
+			if (rc > 0)
+				timeout = 0;
+			loop_update_events(l, d);
+		}
+	}
+	return timeout;
+}
+
+static int loop_signals(struct vcxl_loop *l)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	l->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (l->sfd < 0)
+		return -errno;
+	return loop_ctl(l, EPOLL_CTL_ADD, l->sfd, EPOLLIN, &l->stag);
+}
+
+static void loop_signal_event(struct vcxl_loop *l)
+{
+	struct signalfd_siginfo si;
+
+	while (read(l->sfd, &si, sizeof(si)) == sizeof(si)) {
+		vcxl_log(VCXL_LOG_INFO, "signal %u: shutting down", si.ssi_signo);
+		l->stop = true;
+	}
+}
+
+int vcxl_loop_run(struct vcxl_loop *l)
+{
+	struct epoll_event evs[LOOP_MAX_EVENTS];
+	int rc;
+
+	if (l->sfd < 0) {
+		rc = loop_signals(l);
+		if (rc)
+			return rc;
+	}
+	while (!l->stop) {
+		int timeout = loop_service(l);
+		int n = epoll_wait(l->epfd, evs, LOOP_MAX_EVENTS, timeout);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n && !l->stop; i++) {
+			struct loop_tag *t = evs[i].data.ptr;
+
+			switch (t->kind) {
+			case TAG_SIGNAL:
+				loop_signal_event(l);
+				break;
+			case TAG_LISTEN:
+				loop_accept(l, t->d);
+				break;
+			case TAG_CONN:
+				loop_conn_event(l, t->d, evs[i].events);
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+void vcxl_loop_stop(struct vcxl_loop *l)
+{
+	l->stop = true;
+}
+
+void vcxl_loop_destroy(struct vcxl_loop *l)
+{
+	if (!l)
+		return;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct loop_dev *d = l->devs[i];
+
+		loop_close_conn(l, d, -ECONNRESET);
+		close(d->lfd);
+		unlink(d->path);
+		free(d->path);
+		free(d);
+	}
+	free(l->devs);
+	if (l->sfd >= 0)
+		close(l->sfd);
+	close(l->epfd);
+	free(l);
+}

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vcxl-server: serves CXL Type-2 devices (the built-in accelerator model
+ * behind the vfio-cxl core) to vfio-user clients such as QEMU's
+ * vfio-user-pci, one UNIX socket per device, one epoll loop for all.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vcxl/model.h"
+#include "vcxl/server.h"
+#include "vcxl/vfio_cxl.h"
+
+#define MAX_DEVICES 64
+
+struct opts {
+	const char *socket;
+	uint64_t mem_size, region_size;
+	unsigned decoders, guest_decoders, devices;
+	enum vcxl_comp_at comp_at;
+	bool firmware_committed;
+	const char *backing;
+	enum vcxl_log_level log_level;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: vcxl-server [OPTIONS]\n"
+		"Serve emulated CXL Type-2 accelerators (0x8086:0x0d94) over vfio-user.\n"
+		"\n"
+		"  -s, --socket PATH        UNIX socket to listen on (default: vcxl.sock in the\n"
+		"                           current directory). With --devices N > 1 the sockets\n"
+		"                           are PATH.0 .. PATH.N-1\n"
+		"  -m, --mem-size SIZE      device memory per device, a multiple of 256M\n"
+		"                           (default 256M; suffixes K, M, G, T)\n"
+		"  -r, --region-size SIZE   CXL region to create (default: all device memory)\n"
+		"  -d, --decoders N         physical HDM decoders, 1..10 (default 1)\n"
+		"  -g, --guest-decoders N   HDM decoders the guest sees (default: as the device)\n"
+		"  -c, --comp-at WHERE      component register block in BAR0: start, middle or\n"
+		"                           end (default start)\n"
+		"  -f, --firmware-committed start with HDM decoder 0 committed by \"firmware\";\n"
+		"                           the server attaches to that region\n"
+		"  -b, --backing FILE       file backing device memory (default: memfd). With\n"
+		"                           --devices N > 1: FILE.0 .. FILE.N-1\n"
+		"  -n, --devices N          number of devices to serve (default 1, max %d)\n"
+		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
+		"                           client messages are logged at warn as\n"
+		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"Runs in the foreground, logs to stderr, exits on SIGTERM or SIGINT and removes\n"
+		"its sockets. Attach to QEMU 10.1+ with:\n"
+		"  -object memory-backend-memfd,id=mem,size=2G,share=on\n"
+		"  -machine q35,memory-backend=mem\n"
+		"  -device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\","
+		"\"path\":\"PATH\"}}'\n",
+		MAX_DEVICES);
+}
+
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int die_opt(const char *opt, const char *val, const char *why)
+{
+	fprintf(stderr, "vcxl-server: invalid %s '%s': %s\n", opt, val, why);
+	return 2;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lopts[] = {
+		{"socket", required_argument, NULL, 's'},
+		{"mem-size", required_argument, NULL, 'm'},
+		{"region-size", required_argument, NULL, 'r'},
+		{"decoders", required_argument, NULL, 'd'},
+		{"guest-decoders", required_argument, NULL, 'g'},
+		{"comp-at", required_argument, NULL, 'c'},
+		{"firmware-committed", no_argument, NULL, 'f'},
+		{"backing", required_argument, NULL, 'b'},
+		{"devices", required_argument, NULL, 'n'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "s:m:r:d:g:c:fb:n:l:h", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'm':
+			if (vcxl_parse_size(optarg, &o->mem_size) || !o->mem_size ||
+			    o->mem_size % (256ull << 20))
+				return die_opt("--mem-size", optarg,
+					       "need a non-zero multiple of 256M");
+			break;
+		case 'r':
+			if (vcxl_parse_size(optarg, &o->region_size) ||
+			    o->region_size % (256ull << 20))
+				return die_opt("--region-size", optarg, "need a multiple of 256M");
+			break;
+		case 'd':
+			if (parse_uint(optarg, 1, 10, &o->decoders))
+				return die_opt("--decoders", optarg, "need 1..10");
+			break;
+		case 'g':
+			if (parse_uint(optarg, 1, 10, &o->guest_decoders))
+				return die_opt("--guest-decoders", optarg, "need 1..10");
+			break;
+		case 'c':
+			if (!strcmp(optarg, "start"))
+				o->comp_at = VCXL_COMP_AT_START;
+			else if (!strcmp(optarg, "middle"))
+				o->comp_at = VCXL_COMP_AT_MIDDLE;
+			else if (!strcmp(optarg, "end"))
+				o->comp_at = VCXL_COMP_AT_END;
+			else
+				return die_opt("--comp-at", optarg, "need start, middle or end");
+			break;
+		case 'f':
+			o->firmware_committed = true;
+			break;
+		case 'b':
+			o->backing = optarg;
+			break;
+		case 'n':
+			if (parse_uint(optarg, 1, MAX_DEVICES, &o->devices))
+				return die_opt("--devices", optarg, "need 1..64");
+			break;
+		case 'l':
+			if (vcxl_log_parse_level(optarg, &o->log_level))
+				return die_opt("--log-level", optarg,
+					       "need error, warn, info or debug");
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vcxl-server: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (o->region_size > o->mem_size)
+		return die_opt("--region-size", "", "larger than --mem-size");
+	return 0;
+}
+
+struct served {
+	struct vcxl_model *model;
+	struct vcxl_vdev *vdev;
+	struct vcxl_sdev sdev;
+	char path[PATH_MAX], backing[PATH_MAX];
+};
+
+static int make_device(const struct opts *o, unsigned i, struct served *s)
+{
+	struct vcxl_model_cfg mc = {
+		.mem_size = o->mem_size,
+		.decoders = o->decoders,
+		.comp_at = o->comp_at,
+		.firmware_committed = o->firmware_committed,
+	};
+	struct vcxl_vdev_cfg vc = {
+		.region_size = o->region_size,
+		.prefer_firmware = o->firmware_committed,
+		.guest_decoders = o->guest_decoders,
+	};
+	char err[256] = "";
+	int rc;
+
+	if (o->backing) {
+		if (o->devices > 1)
+			snprintf(s->backing, sizeof(s->backing), "%s.%u", o->backing, i);
+		else
+			snprintf(s->backing, sizeof(s->backing), "%s", o->backing);
+		mc.backing = s->backing;
+	}
+	rc = vcxl_model_create(&mc, &s->model);
+	if (rc) {
+		fprintf(stderr, "vcxl-server: device %u: model: %s\n", i, strerror(-rc));
+		return rc;
+	}
+	rc = vcxl_vdev_create(vcxl_model_backend(s->model), &vc, &s->vdev, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "vcxl-server: device %u: %s\n", i, err[0] ? err : strerror(-rc));
+		vcxl_model_destroy(s->model);
+		s->model = NULL;
+		return rc;
+	}
+	s->sdev.model = s->model;
+	s->sdev.vdev = s->vdev;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.socket = "vcxl.sock",
+			 .mem_size = 256ull << 20,
+			 .devices = 1,
+			 .log_level = VCXL_LOG_INFO};
+	struct served *devs;
+	struct vcxl_loop *loop = NULL;
+	sigset_t set;
+	int rc;
+	unsigned made = 0;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	vcxl_log_set_level(o.log_level);
+	/* Block the exit signals now: they are read from a signalfd by the loop,
+	 * so the sockets are always removed on the way out. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	devs = calloc(o.devices, sizeof(*devs));
+	if (!devs || vcxl_loop_create(&loop)) {
+		fprintf(stderr, "vcxl-server: out of memory\n");
+		return 1;
+	}
+	for (; made < o.devices; made++) {
+		struct served *s = &devs[made];
+
+		if (o.devices > 1)
+			snprintf(s->path, sizeof(s->path), "%s.%u", o.socket, made);
+		else
+			snprintf(s->path, sizeof(s->path), "%s", o.socket);
+		rc = make_device(&o, made, s);
+		if (rc)
+			goto out;
+		rc = vcxl_loop_add_device(loop, s->path, &vcxl_sdev_ops, &s->sdev, NULL);
+		if (rc) {
+			fprintf(stderr, "vcxl-server: %s: %s\n", s->path,
+				rc == -EADDRINUSE ? "another server is listening there"
+						  : strerror(-rc));
+			made++;
+			goto out;
+		}
+		vcxl_log(VCXL_LOG_INFO, "serving device %u (%04x:%04x, %llu MiB) on %s", made,
+			 VCXL_MODEL_VENDOR, VCXL_MODEL_DEVICE,
+			 (unsigned long long)(o.mem_size >> 20), s->path);
+	}
+	rc = vcxl_loop_run(loop);
+	if (rc)
+		fprintf(stderr, "vcxl-server: event loop: %s\n", strerror(-rc));
+out:
+	vcxl_loop_destroy(loop);
+	for (unsigned i = 0; i < made; i++) {
+		if (devs[i].vdev)
+			vcxl_vdev_destroy(devs[i].vdev);
+		if (devs[i].model)
+			vcxl_model_destroy(devs[i].model);
+	}
+	free(devs);
+	vcxl_log(VCXL_LOG_INFO, "exited");
+	return rc ? 1 : 0;
+}

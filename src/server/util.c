@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* Logging, size parsing and command names shared by the server and tools. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "vcxl/server.h"
+
+static enum vcxl_log_level log_level = VCXL_LOG_WARN;
+
+static const char *const log_names[] = {
+	[VCXL_LOG_ERROR] = "error",
+	[VCXL_LOG_WARN] = "warn",
+	[VCXL_LOG_INFO] = "info",
+	[VCXL_LOG_DEBUG] = "debug",
+};
+
+void vcxl_log_set_level(enum vcxl_log_level lvl)
+{
+	log_level = lvl;
+}
+
+enum vcxl_log_level vcxl_log_get_level(void)
+{
+	return log_level;
+}
+
+int vcxl_log_parse_level(const char *s, enum vcxl_log_level *lvl)
+{
+	for (unsigned i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++) {
+		if (!strcasecmp(s, log_names[i])) {
+			*lvl = (enum vcxl_log_level)i;
+			return 0;
+		}
+	}
+	if (!strcasecmp(s, "warning")) {
+		*lvl = VCXL_LOG_WARN;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...)
+{
+	char line[1024];
+	struct timespec ts;
+	va_list ap;
+
+	if (lvl > log_level)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vcxl-server[%ld.%03ld] %s: %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000,
+		log_names[lvl], line);
+}
+
+int vcxl_parse_size(const char *s, uint64_t *out)
+{
+	unsigned shift = 0;
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end) {
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+	}
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+const char *vfio_user_command_name(unsigned command)
+{
+	static const char *const names[] = {
+		[VFIO_USER_VERSION] = "VERSION",
+		[VFIO_USER_DMA_MAP] = "DMA_MAP",
+		[VFIO_USER_DMA_UNMAP] = "DMA_UNMAP",
+		[VFIO_USER_DEVICE_GET_INFO] = "DEVICE_GET_INFO",
+		[VFIO_USER_DEVICE_GET_REGION_INFO] = "DEVICE_GET_REGION_INFO",
+		[VFIO_USER_DEVICE_GET_REGION_IO_FDS] = "DEVICE_GET_REGION_IO_FDS",
+		[VFIO_USER_DEVICE_GET_IRQ_INFO] = "DEVICE_GET_IRQ_INFO",
+		[VFIO_USER_DEVICE_SET_IRQS] = "DEVICE_SET_IRQS",
+		[VFIO_USER_REGION_READ] = "REGION_READ",
+		[VFIO_USER_REGION_WRITE] = "REGION_WRITE",
+		[VFIO_USER_DMA_READ] = "DMA_READ",
+		[VFIO_USER_DMA_WRITE] = "DMA_WRITE",
+		[VFIO_USER_DEVICE_RESET] = "DEVICE_RESET",
+		[VFIO_USER_REGION_WRITE_MULTI] = "REGION_WRITE_MULTI",
+		[VFIO_USER_DEVICE_FEATURE] = "DEVICE_FEATURE",
+		[VFIO_USER_MIG_DATA_READ] = "MIG_DATA_READ",
+		[VFIO_USER_MIG_DATA_WRITE] = "MIG_DATA_WRITE",
+	};
+
+	if (command < sizeof(names) / sizeof(names[0]) && names[command])
+		return names[command];
+	return "UNKNOWN";
+}

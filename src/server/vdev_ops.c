@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* struct vcxl_dev_ops bound to the vfio-cxl core (vfio_cxl.h) and the model's timers. */
+#include "vcxl/model.h"
+#include "vcxl/server.h"
+
+static struct vcxl_vdev *sdev_vdev(void *dev)
+{
+	return ((struct vcxl_sdev *)dev)->vdev;
+}
+
+static void sdev_get_info(void *dev, struct vcxl_vdev_info *info)
+{
+	vcxl_vdev_get_info(sdev_vdev(dev), info);
+}
+
+static int sdev_region_info(void *dev, uint32_t index, struct vcxl_vregion_info *ri)
+{
+	return vcxl_vdev_region_info(sdev_vdev(dev), index, ri);
+}
+
+static int sdev_region_read(void *dev, uint32_t index, uint64_t off, void *buf, size_t len)
+{
+	return vcxl_vdev_region_read(sdev_vdev(dev), index, off, buf, len);
+}
+
+static int sdev_region_write(void *dev, uint32_t index, uint64_t off, const void *buf,
+			     size_t len)
+{
+	return vcxl_vdev_region_write(sdev_vdev(dev), index, off, buf, len);
+}
+
+static int sdev_irq_info(void *dev, uint32_t index, uint32_t *count, uint32_t *flags)
+{
+	return vcxl_vdev_irq_info(sdev_vdev(dev), index, count, flags);
+}
+
+static void sdev_set_irq_handler(void *dev, vcxl_irq_fn fn, void *opaque)
+{
+	vcxl_vdev_set_irq_handler(sdev_vdev(dev), fn, opaque);
+}
+
+static void sdev_set_dma(void *dev, const struct vcxl_dma_ops *ops, void *opaque)
+{
+	vcxl_vdev_set_dma(sdev_vdev(dev), ops, opaque);
+}
+
+static int sdev_reset(void *dev)
+{
+	return vcxl_vdev_reset(sdev_vdev(dev));
+}
+
+static void sdev_client_gone(void *dev)
+{
+	vcxl_vdev_client_gone(sdev_vdev(dev));
+}
+
+static int min_timeout(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+static int sdev_poll(void *dev)
+{
+	struct vcxl_sdev *s = dev;
+	int t = -1;
+
+	if (s->model)
+		t = vcxl_model_poll(s->model);
+	return min_timeout(t, vcxl_vdev_poll(s->vdev));
+}
+
+const struct vcxl_dev_ops vcxl_sdev_ops = {
+	.get_info = sdev_get_info,
+	.region_info = sdev_region_info,
+	.region_read = sdev_region_read,
+	.region_write = sdev_region_write,
+	.irq_info = sdev_irq_info,
+	.set_irq_handler = sdev_set_irq_handler,
+	.set_dma = sdev_set_dma,
+	.reset = sdev_reset,
+	.client_gone = sdev_client_gone,
+	.poll = sdev_poll,
+};

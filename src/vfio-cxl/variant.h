@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vfio-cxl variants: a small plug-in per device family giving the facts the
+ * generic core cannot discover (the role of a vfio-pci variant driver, e.g.
+ * RFC v2's cxl-accel sample, without any of its hard-coded sizes in the core).
+ */
+#ifndef VCXL_VFIO_CXL_VARIANT_H
+#define VCXL_VFIO_CXL_VARIANT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vcxl_vdev;
+
+#define VCXL_VARIANT_ANY 0xffff
+
+struct vcxl_variant {
+	const char *name;
+	uint16_t vendor, device; /* match; VCXL_VARIANT_ANY matches every id */
+	uint64_t mem_size;	 /* device memory expected; 0 = as the DVSEC ranges say */
+	bool media_ready;	 /* the Type-3 media-ready check (memdev status) applies */
+	bool noncached;		 /* the region must be mapped uncached by the client */
+	bool no_cdat;		 /* don't read the device's CDAT; build it from facts */
+	/* Called once the host core has brought the device up, before the region
+	 * is set up (open) and after the region is gone (close). open may refuse
+	 * with -errno; close must not fail. Either may be NULL. */
+	int (*open)(struct vcxl_vdev *v, void *priv);
+	void (*close)(struct vcxl_vdev *v, void *priv);
+	void *priv;
+};
+
+/* The built-in table: the accelerator model (0x8086:0x0d94), then the generic
+ * default that matches anything. Never returns NULL. */
+const struct vcxl_variant *vcxl_variant_match(uint16_t vendor, uint16_t device);
+/* The generic default (no media-ready, DVSEC size, cached). */
+const struct vcxl_variant *vcxl_variant_generic(void);
+
+#endif /* VCXL_VFIO_CXL_VARIANT_H */

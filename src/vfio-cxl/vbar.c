@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vfio-cxl core: the guest's BARs. The component block is trapped (served by
+ * vcomp.c), so are the pages of the MSI-X table and PBA; everything else
+ * passes through and is mmappable when the backend gives an fd. Sparse
+ * areas are exactly the BAR minus the trapped ranges, page aligned, correct
+ * with a hole at the start, middle or end.
+ */
+#include <errno.h>
+#include <linux/pci_regs.h>
+#include <linux/vfio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vdev_priv.h"
+
+static uint64_t page_size(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+
+	return p > 0 ? (uint64_t)p : 4096;
+}
+
+static void hole_add(struct vcxl_vbar *b, uint64_t off, uint64_t len)
+{
+	uint64_t pg = page_size();
+	uint64_t lo = off & ~(pg - 1);
+	uint64_t hi = (off + len + pg - 1) & ~(pg - 1);
+
+	if (hi > b->bi.size)
+		hi = b->bi.size;
+	if (lo >= hi || b->nholes >= VBAR_MAX_HOLES)
+		return;
+	/* insert sorted */
+	unsigned i = b->nholes;
+	while (i > 0 && b->holes[i - 1].offset > lo) {
+		b->holes[i] = b->holes[i - 1];
+		i--;
+	}
+	b->holes[i].offset = lo;
+	b->holes[i].size = hi - lo;
+	b->nholes++;
+	/* merge overlapping or touching neighbours */
+	for (unsigned k = 0; k + 1 < b->nholes;) {
+		struct vcxl_sparse_area *a = &b->holes[k], *c = &b->holes[k + 1];
+		if (c->offset <= a->offset + a->size) {
+			uint64_t end = c->offset + c->size;
+			if (end > a->offset + a->size)
+				a->size = end - a->offset;
+			memmove(c, c + 1, sizeof(*c) * (b->nholes - k - 2));
+			b->nholes--;
+		} else {
+			k++;
+		}
+	}
+}
+
+/* The complement of the holes in [0, size). */
+static void sparse_compute(struct vcxl_vbar *b)
+{
+	uint64_t at = 0;
+
+	b->nsparse = 0;
+	for (unsigned i = 0; i <= b->nholes; i++) {
+		uint64_t end = i < b->nholes ? b->holes[i].offset : b->bi.size;
+		if (end > at && b->nsparse < VCXL_MAX_SPARSE) {
+			b->sparse[b->nsparse].offset = at;
+			b->sparse[b->nsparse].size = end - at;
+			b->nsparse++;
+		}
+		if (i < b->nholes)
+			at = b->holes[i].offset + b->holes[i].size;
+	}
+}
+
+/* PCI 3.0 6.8.2: the MSI-X table and PBA locations */
+static int msix_holes(struct vcxl_vdev *v)
+{
+	uint64_t flags = 0, table = 0, pba = 0;
+	int rc;
+
+	if (!v->msix_cap)
+		return 0;
+	if ((rc = v->be->ops->cfg_read(v->be->dev, v->msix_cap + PCI_MSIX_FLAGS, 2, &flags)) ||
+	    (rc = v->be->ops->cfg_read(v->be->dev, v->msix_cap + PCI_MSIX_TABLE, 4, &table)) ||
+	    (rc = v->be->ops->cfg_read(v->be->dev, v->msix_cap + PCI_MSIX_PBA, 4, &pba)))
+		return rc;
+	uint64_t nvec = (flags & PCI_MSIX_FLAGS_QSIZE) + 1;
+	unsigned tb = table & PCI_MSIX_TABLE_BIR, pb = pba & PCI_MSIX_PBA_BIR;
+	if (tb < VCXL_NUM_BARS)
+		hole_add(&v->bar[tb], table & PCI_MSIX_TABLE_OFFSET, nvec * PCI_MSIX_ENTRY_SIZE);
+	if (pb < VCXL_NUM_BARS)
+		hole_add(&v->bar[pb], pba & PCI_MSIX_PBA_OFFSET, ((nvec + 63) / 64) * 8);
+	return 0;
+}
+
+int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
+{
+	int rc;
+
+	for (unsigned i = 0; i < VCXL_NUM_BARS; i++) {
+		struct vcxl_vbar *b = &v->bar[i];
+		memset(b, 0, sizeof(*b));
+		if ((rc = v->be->ops->bar_info(v->be->dev, i, &b->bi)))
+			return vdev_err(err, errlen, rc, "BAR%u info failed (%d)", i, rc);
+		if (!(b->bi.flags & VCXL_BAR_PRESENT))
+			b->bi.size = 0;
+	}
+	struct vcxl_vbar *cb = &v->bar[v->dev->comp_bar];
+	hole_add(cb, v->dev->comp_off, CXL_COMPONENT_BLOCK_SIZE);
+	if ((rc = msix_holes(v)))
+		return vdev_err(err, errlen, rc, "MSI-X capability read failed (%d)", rc);
+	for (unsigned i = 0; i < VCXL_NUM_BARS; i++) {
+		struct vcxl_vbar *b = &v->bar[i];
+		sparse_compute(b);
+		b->mmap =
+		    b->bi.size && b->bi.fd >= 0 && !(b->bi.flags & VCXL_BAR_IO) && b->nsparse > 0;
+	}
+	return 0;
+}
+
+int vbar_region_info(struct vcxl_vdev *v, unsigned bar, struct vcxl_vregion_info *ri)
+{
+	const struct vcxl_vbar *b = &v->bar[bar];
+
+	ri->size = b->bi.size;
+	ri->fd = -1;
+	if (!b->bi.size)
+		return 0;
+	ri->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+	if (!b->mmap)
+		return 0;
+	ri->flags |= VFIO_REGION_INFO_FLAG_MMAP;
+	ri->fd = b->bi.fd;
+	ri->fd_offset = b->bi.fd_offset;
+	if (b->nholes) {
+		ri->nr_sparse = b->nsparse;
+		memcpy(ri->sparse, b->sparse, sizeof(b->sparse[0]) * b->nsparse);
+	}
+	return 0;
+}
+
+static unsigned bar_chunk(uint64_t off, size_t left)
+{
+	for (unsigned w = 8; w > 1; w /= 2)
+		if (!(off & (w - 1)) && left >= w)
+			return w;
+	return 1;
+}
+
+int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *buf, size_t len)
+{
+	const struct vcxl_vbar *b = &v->bar[bar];
+	uint64_t cs = v->dev->comp_off, ce = cs + CXL_COMPONENT_BLOCK_SIZE;
+	bool comp_bar = bar == v->dev->comp_bar;
+	uint8_t *p8 = buf;
+	int rc;
+
+	if (!b->bi.size || len == 0 || off >= b->bi.size || len > b->bi.size - off)
+		return -EINVAL;
+	for (uint64_t p = off; p < off + len;) {
+		size_t left = off + len - p;
+		/* never let one access straddle the component block edge */
+		if (comp_bar && p < cs && p + left > cs)
+			left = cs - p;
+		else if (comp_bar && p >= cs && p < ce && p + left > ce)
+			left = ce - p;
+		bool in_comp = comp_bar && p >= cs && p < ce;
+		/* a single guest access to the block goes to the register file as is,
+		 * so its access rules (CXL r3.1 8.2.2) see the real width */
+		unsigned w = in_comp && (left == 1 || left == 2 || left == 4 || left == 8)
+				 ? (unsigned)left
+				 : bar_chunk(p, left);
+		uint64_t val = 0;
+		if (write)
+			for (unsigned i = 0; i < w; i++)
+				val |= (uint64_t)p8[p - off + i] << (8 * i);
+		if (in_comp)
+			rc = vcomp_access(v, write, (uint32_t)(p - cs), w, &val);
+		else if (write)
+			rc = v->be->ops->bar_write(v->be->dev, bar, p, w, val);
+		else
+			rc = v->be->ops->bar_read(v->be->dev, bar, p, w, &val);
+		if (rc)
+			return rc;
+		if (!write)
+			for (unsigned i = 0; i < w; i++)
+				p8[p - off + i] = (uint8_t)(val >> (8 * i));
+		p += w;
+	}
+	return 0;
+}

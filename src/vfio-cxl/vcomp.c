@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vfio-cxl core: the guest's component register block. The 64 KiB block in
+ * the component BAR is trapped and served from a virtual register file: the
+ * CM capability array, HDM decoders the guest commits at its own
+ * guest-physical addresses, RAS (and Link) emulated. Nothing written here
+ * reaches the device: the host core alone programs the physical decoder.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "vdev_priv.h"
+
+/* The policy on top of the spec's commit rules: one way, 256 MiB aligned
+ * base, and every decoder's share (skip included) inside the exposed region. */
+static enum vcxl_hdm_commit_err vcomp_validate(void *opaque, struct vcxl_hdm *h, unsigned n,
+					       const struct vcxl_hdm_decoder *d)
+{
+	struct vcxl_vdev *v = opaque;
+	uint64_t region = v->region->size, used = 0;
+
+	if (d->ways != 1 || VCXL_FIELD_GET(CXL_HDM_DEC_CTRL_IW, d->ctrl) != CXL_HDM_IW_1)
+		return VCXL_HDM_ERR_POLICY;
+	if (d->base & (CXL_HDM_GRANULE - 1))
+		return VCXL_HDM_ERR_POLICY;
+	if (d->size > region || d->skip > region)
+		return VCXL_HDM_ERR_POLICY;
+	for (unsigned i = 0; i < n; i++) {
+		struct vcxl_hdm_decoder p;
+		vcxl_hdm_decoder_get(h, i, &p);
+		used += p.skip + p.size;
+	}
+	if (used > region || d->skip > region - used || d->size > region - used - d->skip)
+		return VCXL_HDM_ERR_POLICY;
+	return VCXL_HDM_OK;
+}
+
+/* Where decoder n's guest range lands in the region (its virtual DPA). */
+static uint64_t vcomp_region_off(const struct vcxl_hdm *h, unsigned n)
+{
+	uint64_t off = 0;
+
+	for (unsigned i = 0; i <= n; i++) {
+		struct vcxl_hdm_decoder p;
+		vcxl_hdm_decoder_get(h, i, &p);
+		off += p.skip + (i < n ? p.size : 0);
+	}
+	return off;
+}
+
+static void vcomp_changed(void *opaque, struct vcxl_hdm *h, unsigned n, bool on)
+{
+	struct vcxl_vdev *v = opaque;
+	struct vcxl_hdm_decoder d;
+
+	if (!v->hdm_notify)
+		return;
+	vcxl_hdm_decoder_get(h, n, &d);
+	v->hdm_notify(v->hdm_notify_opaque, n, on, d.base, d.size, vcomp_region_off(h, n));
+}
+
+static const struct vcxl_hdm_ops vcomp_ops = {
+    .validate = vcomp_validate,
+    .changed = vcomp_changed,
+};
+
+int vcomp_build(struct vcxl_vdev *v, char *err, size_t errlen)
+{
+	const struct vcxl_cxl_dev *d = v->dev;
+	unsigned n = v->cfg.guest_decoders ? v->cfg.guest_decoders : d->hdm_count;
+	int rc;
+
+	if (n < 1 || n > CXL_HDM_MAX_DECODERS_DEVICE || vcxl_hdm_count_encode(n) < 0)
+		return vdev_err(err, errlen, -EINVAL,
+				"guest decoder count %u not encodable (1, 2, 4, 6, 8 or 10)", n);
+	v->guest_decoders = n;
+	struct vcxl_comp_cfg cc = {
+	    .hdm_count = n,
+	    /* granularity bits as the device; interleave is refused anyway (IW=1) */
+	    .hdm_cap_flags = d->hdm_cap & (CXL_HDM_CAP_IL_11_8 | CXL_HDM_CAP_IL_14_12),
+	    .ras = d->ras_off != 0,
+	    .link = d->link_off != 0,
+	    .hostonly_reset = false, /* Type-2: device-coherent */
+	    .dpa_capacity = v->region->size,
+	};
+	if ((rc = vcxl_rf_init(&v->vcomp, CXL_COMPONENT_BLOCK_SIZE)))
+		return vdev_err(err, errlen, rc, "virtual component block: out of memory");
+	v->vcomp_ready = true;
+	rc = vcxl_comp_layout(&v->comp, &v->vcomp, CXL_CM_OFFSET, &cc, &vcomp_ops, v);
+	if (rc)
+		return vdev_err(err, errlen, rc, "virtual component layout failed (%d)", rc);
+	return 0;
+}
+
+void vcomp_fini(struct vcxl_vdev *v)
+{
+	if (v->vcomp_ready)
+		vcxl_rf_fini(&v->vcomp);
+	v->vcomp_ready = false;
+}
+
+/* off: from the start of the component block; len 1/2/4/8 */
+int vcomp_access(struct vcxl_vdev *v, bool write, uint32_t off, unsigned len, uint64_t *val)
+{
+	if (write)
+		return vcxl_rf_write(&v->vcomp, off, len, *val);
+	return vcxl_rf_read(&v->vcomp, off, len, val);
+}
+
+/* full: everything as at open (FLR, client gone); else a CXL reset, which
+ * clears the decoders but keeps the sticky RAS state [spec]. */
+void vcomp_reset(struct vcxl_vdev *v, bool full)
+{
+	vcxl_hdm_reset(&v->comp.hdm);
+	if (full)
+		vcxl_rf_reset(&v->vcomp);
+}

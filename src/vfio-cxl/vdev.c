@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vfio-cxl core: the virtual device (vfio_cxl.h). Bring-up and teardown in
+ * one order and its exact reverse, region and IRQ info, access dispatch,
+ * virtualised reset.
+ */
+#include <errno.h>
+#include <linux/pci_regs.h>
+#include <linux/vfio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vdev_priv.h"
+
+/* ---- Lifecycle ------------------------------------------------------------ */
+
+/* Reverse of vcxl_vdev_create, from wherever it got to. */
+static void vdev_teardown(struct vcxl_vdev *v)
+{
+	vcomp_fini(v);
+	vcfg_fini(v);
+	if (v->region)
+		vcxl_region_destroy(v->region);
+	v->region = NULL;
+	if (v->variant_open && v->variant->close)
+		v->variant->close(v, v->variant->priv);
+	v->variant_open = false;
+	vcxl_cxl_remove(v->dev);
+	v->dev = NULL;
+	if (v->own_host)
+		vcxl_host_fini(&v->host_store);
+	free(v);
+}
+
+static int vdev_host(struct vcxl_vdev *v, char *err, size_t errlen)
+{
+	if (v->cfg.host) {
+		v->host = v->cfg.host;
+		return 0;
+	}
+	vcxl_host_init(&v->host_store);
+	v->own_host = true;
+	v->host = &v->host_store;
+	int rc = vcxl_host_add_window(v->host, VCXL_HOST_DEFAULT_WIN_BASE,
+				      VCXL_HOST_DEFAULT_WIN_SIZE, VCXL_HOST_DEFAULT_WIN_FLAGS);
+	return rc ? vdev_err(err, errlen, rc, "default host window: %d", rc) : 0;
+}
+
+/* Attach first or create first (see vcxl_vdev_cfg.prefer_firmware). */
+static int vdev_region(struct vcxl_vdev *v, char *err, size_t errlen)
+{
+	struct vcxl_cxl_dev *d = v->dev;
+	int rc;
+
+	if (d->fw_committed && v->cfg.prefer_firmware)
+		return vcxl_region_attach_firmware(d, &v->region, err, errlen);
+	rc = vcxl_region_create(d, v->cfg.region_size, &v->region, err, errlen);
+	if (rc == -ENOSPC && d->fw_committed)
+		rc = vcxl_region_attach_firmware(d, &v->region, err, errlen);
+	return rc;
+}
+
+int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
+		     struct vcxl_vdev **out, char *err, size_t errlen)
+{
+	uint64_t id = 0;
+	int rc;
+
+	if (!out)
+		return vdev_err(err, errlen, -EINVAL, "no output pointer");
+	*out = NULL;
+	if (!be || !be->ops || !be->ops->cfg_read || !be->ops->cfg_write || !be->ops->bar_read ||
+	    !be->ops->bar_write || !be->ops->bar_info || !be->ops->hpa_map)
+		return vdev_err(err, errlen, -EINVAL, "backend lacks required operations");
+	struct vcxl_vdev *v = calloc(1, sizeof(*v));
+	if (!v)
+		return vdev_err(err, errlen, -ENOMEM, "out of memory");
+	v->be = be;
+	if (cfg)
+		v->cfg = *cfg;
+	if ((rc = be->ops->cfg_read(be->dev, PCI_VENDOR_ID, 4, &id))) {
+		vdev_err(err, errlen, rc, "config read failed (%d)", rc);
+		goto fail;
+	}
+	v->variant = v->cfg.variant ? v->cfg.variant
+				    : vcxl_variant_match((uint16_t)id, (uint16_t)(id >> 16));
+	if ((rc = vdev_host(v, err, errlen)))
+		goto fail;
+	struct vcxl_dev_facts facts = {
+	    .media_ready = v->variant->media_ready,
+	    .mem_size = v->variant->mem_size,
+	    .no_cdat = v->variant->no_cdat,
+	};
+	if ((rc = vcxl_cxl_probe(v->host, be, &facts, &v->dev, err, errlen)))
+		goto fail;
+	if (v->variant->open) {
+		if ((rc = v->variant->open(v, v->variant->priv))) {
+			vdev_err(err, errlen, rc, "variant %s refused the device (%d)",
+				 v->variant->name, rc);
+			goto fail;
+		}
+	}
+	v->variant_open = true;
+	if ((rc = vdev_region(v, err, errlen)) || (rc = vcfg_build(v, err, errlen)) ||
+	    (rc = vcomp_build(v, err, errlen)) || (rc = vbar_build(v, err, errlen)))
+		goto fail;
+	*out = v;
+	return 0;
+fail:
+	vdev_teardown(v);
+	return rc;
+}
+
+void vcxl_vdev_destroy(struct vcxl_vdev *v)
+{
+	if (!v)
+		return;
+	if (v->be->ops->set_irq_handler)
+		v->be->ops->set_irq_handler(v->be->dev, NULL, NULL);
+	if (v->be->ops->set_dma)
+		v->be->ops->set_dma(v->be->dev, NULL, NULL);
+	vdev_teardown(v);
+}
+
+/* ---- Info ----------------------------------------------------------------- */
+
+void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info)
+{
+	struct vfio_device_info_cap_cxl *c = &info->cxl;
+
+	memset(info, 0, sizeof(*info));
+	info->flags = VFIO_DEVICE_FLAGS_PCI | VFIO_DEVICE_FLAGS_RESET | VFIO_DEVICE_FLAGS_CXL;
+	info->num_regions = VCXL_VDEV_NUM_REGIONS;
+	info->num_irqs = VCXL_VDEV_NUM_IRQS;
+	c->header.id = VFIO_DEVICE_INFO_CAP_CXL;
+	c->header.version = VCXL_DEVICE_INFO_CAP_CXL_VERSION;
+	c->header.next = 0;
+	if (v->region->firmware)
+		c->flags |= VFIO_CXL_CAP_FIRMWARE_COMMITTED;
+	if (v->dev->cap & CXL_DVSEC_CAP_CACHE)
+		c->flags |= VFIO_CXL_CAP_CACHE_CAPABLE;
+	if (v->variant->noncached)
+		c->flags |= VFIO_CXL_CAP_NONCACHED;
+	c->hdm_count = (__u8)v->guest_decoders;
+	c->hdm_bar = (__u8)v->dev->comp_bar;
+	c->region_index = VCXL_VDEV_CXL_REGION;
+	c->hdm_offset = v->dev->comp_off + v->comp.hdm.off;
+	c->hdm_size = CXL_HDM_CAP_SIZE(v->guest_decoders);
+	c->comp_offset = v->dev->comp_off;
+	c->comp_size = CXL_COMPONENT_BLOCK_SIZE;
+	c->region_size = v->region->size;
+}
+
+int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregion_info *ri)
+{
+	memset(ri, 0, sizeof(*ri));
+	ri->fd = -1;
+	switch (index) {
+	case VFIO_PCI_BAR0_REGION_INDEX ... VFIO_PCI_BAR5_REGION_INDEX:
+		return vbar_region_info(v, index, ri);
+	case VFIO_PCI_ROM_REGION_INDEX:
+	case VFIO_PCI_VGA_REGION_INDEX:
+		return 0; /* absent: size 0 */
+	case VFIO_PCI_CONFIG_REGION_INDEX:
+		ri->size = VCXL_VDEV_CONFIG_SIZE;
+		ri->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+		return 0;
+	case VCXL_VDEV_CXL_REGION:
+		ri->size = v->region->size;
+		ri->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE |
+			    VFIO_REGION_INFO_FLAG_MMAP;
+		ri->fd = v->region->fd;
+		ri->fd_offset = v->region->fd_offset;
+		ri->has_type = true;
+		ri->type = VFIO_REGION_TYPE_CXL;
+		ri->subtype = VFIO_REGION_SUBTYPE_CXL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* ---- Region access -------------------------------------------------------- */
+
+static int cxl_region_rw(struct vcxl_vdev *v, bool write, uint64_t off, void *buf, size_t len)
+{
+	const struct vcxl_region *r = v->region;
+	uint8_t *p = buf;
+
+	if (len == 0 || off >= r->size || len > r->size - off)
+		return -EINVAL;
+	while (len) {
+		off_t at = (off_t)(r->fd_offset + off);
+		ssize_t n = write ? pwrite(r->fd, p, len, at) : pread(r->fd, p, len, at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int region_rw(struct vcxl_vdev *v, uint32_t index, bool write, uint64_t off, void *buf,
+		     size_t len)
+{
+	if (!buf)
+		return -EINVAL;
+	switch (index) {
+	case VFIO_PCI_BAR0_REGION_INDEX ... VFIO_PCI_BAR5_REGION_INDEX:
+		return vbar_rw(v, index, write, off, buf, len);
+	case VFIO_PCI_CONFIG_REGION_INDEX:
+		return write ? vcfg_write(v, off, buf, len) : vcfg_read(v, off, buf, len);
+	case VCXL_VDEV_CXL_REGION:
+		return cxl_region_rw(v, write, off, buf, len);
+	default:
+		return -EINVAL;
+	}
+}
+
+int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf, size_t len)
+{
+	return region_rw(v, index, false, off, buf, len);
+}
+
+int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, const void *buf,
+			   size_t len)
+{
+	return region_rw(v, index, true, off, (void *)buf, len);
+}
+
+/* ---- IRQs --------------------------------------------------------------- */
+
+/* INTx is not offered (count 0, Interrupt Pin reads 0), as the vfio-cxl
+ * series does for CXL devices; nor are ERR and REQ. MSI/MSI-X as the
+ * device has them. */
+int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uint32_t *flags)
+{
+	*count = 0;
+	*flags = 0;
+	switch (index) {
+	case VFIO_PCI_INTX_IRQ_INDEX:
+	case VFIO_PCI_ERR_IRQ_INDEX:
+	case VFIO_PCI_REQ_IRQ_INDEX:
+		return 0;
+	case VFIO_PCI_MSI_IRQ_INDEX:
+	case VFIO_PCI_MSIX_IRQ_INDEX:
+		if (v->be->ops->irq_count)
+			*count = v->be->ops->irq_count(v->be->dev, index == VFIO_PCI_MSI_IRQ_INDEX
+								       ? VCXL_IRQ_MSI
+								       : VCXL_IRQ_MSIX);
+		*flags = VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_NORESIZE;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque)
+{
+	if (v->be->ops->set_irq_handler)
+		v->be->ops->set_irq_handler(v->be->dev, fn, opaque);
+}
+
+void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void *opaque)
+{
+	if (v->be->ops->set_dma)
+		v->be->ops->set_dma(v->be->dev, ops, opaque);
+}
+
+/* ---- Reset ---------------------------------------------------------------- */
+
+/* Every virtual shadow as at open: DVSEC, DOE, decoders (decommitted), RAS. */
+static void vdev_virtual_restore(struct vcxl_vdev *v)
+{
+	vcfg_reset(v);
+	vcomp_reset(v, true);
+}
+
+int vcxl_vdev_reset(struct vcxl_vdev *v)
+{
+	int rc = 0;
+
+	if (v->be->ops->reset)
+		rc = v->be->ops->reset(v->be->dev, VCXL_RESET_FLR);
+	vdev_virtual_restore(v);
+	v->flrs++;
+	/* PCIe FLR leaves CXL.mem state alone [spec]; if a device lost its
+	 * decoder anyway, put the host's region back. */
+	if (vcxl_region_verify(v->region)) {
+		int r2 = vcxl_region_restore(v->region, NULL, 0);
+		rc = rc ? rc : r2;
+	}
+	return rc;
+}
+
+void vcxl_vdev_client_gone(struct vcxl_vdev *v)
+{
+	vdev_virtual_restore(v);
+}
+
+int vcxl_vdev_poll(struct vcxl_vdev *v)
+{
+	(void)v;
+	return -1;
+}
+
+struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v)
+{
+	return v->be;
+}
+
+void vcxl_vdev_set_hdm_notify(struct vcxl_vdev *v, vcxl_hdm_notify_fn fn, void *opaque)
+{
+	v->hdm_notify = fn;
+	v->hdm_notify_opaque = opaque;
+}
+
+struct vcxl_cxl_dev *vcxl_vdev_host_dev(struct vcxl_vdev *v)
+{
+	return v->dev;
+}
+
+const struct vcxl_region *vcxl_vdev_region(struct vcxl_vdev *v)
+{
+	return v->region;
+}
+
+const struct vcxl_variant *vcxl_vdev_variant(struct vcxl_vdev *v)
+{
+	return v->variant;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* vfio-cxl core internals: the virtual device and its parts. */
+#ifndef VCXL_VDEV_PRIV_H
+#define VCXL_VDEV_PRIV_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "variant.h"
+#include "vcxl/cxl_spec.h"
+#include "vcxl/host_cxl.h"
+#include "vcxl/regfile.h"
+#include "vcxl/vfio_cxl.h"
+
+/*
+ * Config space routing, one entry per dword (the only place that decides
+ * where a config byte goes):
+ *   PASS    to the device through the backend
+ *   RO      reads from the device, writes dropped (host-owned: Register
+ *           Locator, extended capability and DVSEC headers)
+ *   EMUL    the virtual config register file (CXL Device DVSEC, virtual DOE)
+ *   DEVCTL  to the device, but Initiate FLR is taken out and performed as a
+ *           virtual device reset (vcxl_vdev_reset)
+ */
+enum vcfg_route {
+	VCFG_PASS = 0,
+	VCFG_RO,
+	VCFG_EMUL,
+	VCFG_DEVCTL,
+};
+
+#define VCFG_DWORDS    (VCXL_VDEV_CONFIG_SIZE / 4)
+#define VBAR_MAX_HOLES 3
+
+struct vcxl_vbar {
+	struct vcxl_bar_info bi;
+	unsigned nholes; /* trapped ranges, page aligned, sorted, merged */
+	struct vcxl_sparse_area holes[VBAR_MAX_HOLES];
+	unsigned nsparse; /* the rest: mmappable areas */
+	struct vcxl_sparse_area sparse[VCXL_MAX_SPARSE];
+	bool mmap;
+};
+
+struct vcxl_vdev {
+	struct vcxl_backend *be;
+	struct vcxl_vdev_cfg cfg;
+	struct vcxl_host *host;
+	struct vcxl_host host_store; /* when the vdev owns its host */
+	bool own_host;
+	const struct vcxl_variant *variant;
+	bool variant_open;
+	struct vcxl_cxl_dev *dev;
+	struct vcxl_region *region;
+
+	/* virtual config space */
+	bool vcfg_ready;
+	struct vcxl_regfile vcfg;
+	uint8_t route[VCFG_DWORDS];
+	struct vcxl_dvsec_device dvsec;
+	uint32_t dvsec_len; /* bytes of config routed to the virtual DVSEC */
+	bool has_doe;
+	struct vcxl_doe doe;
+	uint8_t *cdat;
+	size_t cdat_len;
+	uint32_t pcie_cap, msix_cap; /* 0 = absent */
+	bool flr_capable;
+	bool pending_cxl_reset;
+
+	/* virtual component block */
+	bool vcomp_ready;
+	struct vcxl_regfile vcomp;
+	struct vcxl_comp comp;
+	unsigned guest_decoders;
+
+	struct vcxl_vbar bar[VCXL_NUM_BARS];
+
+	vcxl_hdm_notify_fn hdm_notify;
+	void *hdm_notify_opaque;
+	uint64_t virtual_cxl_resets, flrs;
+};
+
+static inline int __attribute__((format(printf, 4, 5)))
+vdev_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* vconfig.c */
+int vcfg_build(struct vcxl_vdev *v, char *err, size_t errlen);
+void vcfg_fini(struct vcxl_vdev *v);
+int vcfg_read(struct vcxl_vdev *v, uint64_t off, void *buf, size_t len);
+int vcfg_write(struct vcxl_vdev *v, uint64_t off, const void *buf, size_t len);
+/* Restore every virtual config shadow (DVSEC, DOE) as at open. */
+void vcfg_reset(struct vcxl_vdev *v);
+/* CXL r3.1 9.7: a virtual CXL reset (guest wrote Initiate CXL Reset). */
+void vdev_virtual_cxl_reset(struct vcxl_vdev *v);
+
+/* vcomp.c */
+int vcomp_build(struct vcxl_vdev *v, char *err, size_t errlen);
+void vcomp_fini(struct vcxl_vdev *v);
+int vcomp_access(struct vcxl_vdev *v, bool write, uint32_t off, unsigned len, uint64_t *val);
+void vcomp_reset(struct vcxl_vdev *v, bool full);
+
+/* vbar.c */
+int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen);
+int vbar_region_info(struct vcxl_vdev *v, unsigned bar, struct vcxl_vregion_info *ri);
+int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *buf, size_t len);
+
+#endif /* VCXL_VDEV_PRIV_H */

@@ -1,0 +1,341 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-e2e.sh BUILDDIR - vcxl end to end: vcxl-server + QEMU vfio-user-pci + a Linux guest.
+#
+# Boots (each under TCG with shared memfd guest RAM):
+#   nodev  the guest alone (proves the guest side: kernel, initramfs, program)
+#   plain  q35, vcxl on pcie.0
+#   cxl    q35,cxl=on: pxb-cxl, two cxl-rp (one empty), CFMWS window, vcxl on rp0
+#   iommu  q35 + intel-iommu; the guest also binds vcxl to vfio-pci (MSI-X eventfd, DMA via IOMMU)
+# In the guest, /init runs tests/e2e/guest/cxl-guest-test (one "STEP" line per step).
+# On the host it checks every STEP, the device memory the guest's job-engine FILL wrote
+# (in the server's --backing file), the server log (no "protocol error", host decoder
+# untouched) and that no process or socket is left. Output is TAP.
+#
+# Environment:
+#   VCXL_QEMU          QEMU binary (default: see qemu-find.sh)
+#   VCXL_E2E_CACHE     kernel/initramfs cache (default ~/.cache/vcxl-e2e)
+#   VCXL_E2E_BOOTS     boots to run (default "nodev plain cxl")
+#   VCXL_E2E_TIMEOUT   hard timeout per QEMU run, seconds (default 300)
+#   VCXL_E2E_SERVER_ARGS  extra vcxl-server options
+# Logs: BUILDDIR/e2e/<boot>.{console,server,qemu-cmd}.log
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-build}" && pwd)
+LOGDIR="$BUILD/e2e"
+SERVER="$BUILD/src/tools/vcxl-server"
+[ -x "$SERVER" ] || [ ! -x "$BUILD/src/server/vcxl-server" ] || SERVER="$BUILD/src/server/vcxl-server"
+BOOTS=${VCXL_E2E_BOOTS:-nodev plain cxl}
+QEMU_TIMEOUT=${VCXL_E2E_TIMEOUT:-300}
+MEM_SIZE=$((256 << 20))
+GUEST_RAM=1G
+mkdir -p "$LOGDIR"
+
+n=0
+nfail=0
+tap() { # tap OK|FAIL|SKIP DESCRIPTION [REASON]
+	n=$((n + 1))
+	case "$1" in
+	OK) echo "ok $n - $2" ;;
+	SKIP) echo "ok $n - $2 # SKIP ${3:-}" ;;
+	*) echo "not ok $n - $2"; nfail=$((nfail + 1)) ;;
+	esac
+}
+diag() { sed 's/^/# /'; }
+skip_all() {
+	echo "SKIP e2e: $1" >&2
+	echo "# SKIP e2e: $1"
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+# ---- processes we start; killed by pid on any exit ----
+TMP=""
+QPID=""
+SPID=""
+ALL_PIDS=""
+ALL_TMPS=""
+cleanup() {
+	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	[ -n "$TMP" ] && rm -rf "$TMP"
+	QPID=""
+	SPID=""
+	TMP=""
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+QEMU=$("$HERE/qemu-find.sh") || skip_all "no QEMU with vfio-user-pci (set VCXL_QEMU)"
+echo "# QEMU: $QEMU ($("$QEMU" --version | head -1))"
+
+t0=$(date +%s)
+if ! "$HERE/build-guest.sh" "$LOGDIR/guest" > "$LOGDIR/build-guest.log" 2>&1; then
+	diag < "$LOGDIR/build-guest.log"
+	grep -q -E 'apt-get download|cannot find a kernel' "$LOGDIR/build-guest.log" &&
+		skip_all "cannot fetch the guest kernel (apt-get download linux-image)"
+	echo "Bail out! building the guest failed (see $LOGDIR/build-guest.log)"
+	exit 1
+fi
+grep '^# build-guest' "$LOGDIR/build-guest.log"
+echo "# guest built in $(($(date +%s) - t0)) s"
+
+if [ "$BOOTS" != nodev ] && [ ! -x "$SERVER" ]; then
+	echo "Bail out! $SERVER is not built"
+	exit 1
+fi
+
+# ---- one boot ----
+qemu_machine() { # qemu_machine BOOT SOCK -> QEMU arguments, one per line
+	local sock=$2 dev
+	dev="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$sock\"}"
+	case "$1" in
+	nodev)
+		printf '%s\n' -machine q35,memory-backend=ram0
+		;;
+	plain)
+		printf '%s\n' -machine q35,memory-backend=ram0 -device "$dev,\"id\":\"vcxl0\"}"
+		;;
+	iommu)
+		printf '%s\n' -machine q35,memory-backend=ram0 \
+			-device intel-iommu,intremap=on,caching-mode=on -device "$dev,\"id\":\"vcxl0\"}"
+		;;
+	cxl)
+		printf '%s\n' -machine q35,cxl=on,memory-backend=ram0 \
+			-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 \
+			-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2 \
+			-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3 \
+			-device "$dev,\"id\":\"vcxl0\",\"bus\":\"rp0\"}" \
+			-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G
+		;;
+	esac
+}
+
+wait_for_socket() { # wait_for_socket PATH PID
+	local i=0
+	while [ $i -lt 100 ]; do
+		[ -S "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# Device memory check: the bytes the guest's FILL job wrote, read from the backing file.
+check_fill() { # check_fill FILE DPA LEN PATTERN
+	python3 - "$@" <<'EOF'
+import sys
+path, dpa, ln, pat = sys.argv[1], int(sys.argv[2], 0), int(sys.argv[3], 0), int(sys.argv[4], 0)
+with open(path, "rb") as f:
+    f.seek(dpa)
+    data = f.read(ln)
+want = pat.to_bytes(8, "little") * (ln // 8)
+bad = sum(1 for i in range(0, ln, 8) if data[i:i + 8] != want[i:i + 8])
+print(f"{path}: dpa {dpa:#x} len {ln:#x}: {bad} of {ln // 8} qwords differ")
+sys.exit(1 if bad or len(data) != ln else 0)
+EOF
+}
+
+run_boot() { # run_boot NAME
+	local name=$1 sock mem con slog cmdlog append rc t_start t_end args=() qargs
+	TMP=$(mktemp -d /tmp/vcxl-e2e.XXXXXX)
+	ALL_TMPS="$ALL_TMPS $TMP"
+	sock="$TMP/vcxl.sock"
+	mem="$TMP/devmem.img"
+	con="$LOGDIR/$name.console.log"
+	slog="$LOGDIR/$name.server.log"
+	cmdlog="$LOGDIR/$name.qemu-cmd.log"
+	: > "$slog"
+	echo "# ---- boot '$name' ----"
+
+	if [ "$name" != nodev ]; then
+		truncate -s "$MEM_SIZE" "$mem"
+		# shellcheck disable=SC2086
+		"$SERVER" --socket "$sock" --mem-size 256M --decoders 2 --backing "$mem" \
+			--log-level debug ${VCXL_E2E_SERVER_ARGS:-} > "$slog" 2>&1 &
+		SPID=$!
+		ALL_PIDS="$ALL_PIDS $SPID"
+		if ! wait_for_socket "$sock" "$SPID"; then
+			tap FAIL "$name: vcxl-server listens on $sock"
+			diag < "$slog"
+			cleanup
+			return
+		fi
+		tap OK "$name: vcxl-server listens on its socket"
+	fi
+
+	append="console=ttyS0 panic=-1 quiet"
+	case "$name" in
+	nodev) append="$append vcxl.args=--expect-absent" ;;
+	cxl) append="$append vcxl.cxl=1" ;;
+	iommu) append="$append intel_iommu=on vcxl.vfio=1 vcxl.args=--vfio" ;;
+	esac
+	mapfile -t qargs < <(qemu_machine "$name" "$sock")
+	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
+		-object "memory-backend-memfd,id=ram0,size=$GUEST_RAM,share=on" -m "$GUEST_RAM"
+		-smp 2 -nographic -serial stdio -monitor none -no-reboot -nic none
+		"${qargs[@]}"
+		-kernel "$LOGDIR/guest/vmlinuz" -initrd "$LOGDIR/guest/initramfs.cpio.gz"
+		-append "$append")
+	printf '%q ' "$QEMU" "${args[@]}" > "$cmdlog"
+	echo >> "$cmdlog"
+	t_start=$(date +%s.%N)
+	timeout -k 10 "$QEMU_TIMEOUT" "$QEMU" "${args[@]}" < /dev/null > "$con" 2>&1 &
+	QPID=$!
+	ALL_PIDS="$ALL_PIDS $QPID"
+	wait "$QPID"
+	rc=$?
+	QPID=""
+	t_end=$(date +%s.%N)
+	local wall
+	wall=$(python3 -c "print(f'{$t_end - $t_start:.1f}')")
+	echo "# $name: QEMU exited rc=$rc after ${wall} s"
+	if [ $rc -eq 0 ]; then
+		tap OK "$name: QEMU ran and exited cleanly (${wall} s)"
+	else
+		tap FAIL "$name: QEMU ran and exited cleanly (rc=$rc after ${wall} s)"
+		grep -a -i -E 'qemu-system|error|warning' "$con" | head -20 | diag
+	fi
+	if grep -a -q '=== VCXL GUEST DONE ===' "$con"; then
+		tap OK "$name: guest init completed"
+	else
+		tap FAIL "$name: guest init completed"
+		tail -30 "$con" | diag
+	fi
+	if [ "$name" != nodev ]; then
+		echo "# lspci -vvv -d 8086:0d94 (guest):"
+		sed -n '/^=== lspci -vvv -d 8086:0d94/,/^=== /p' "$con" | grep -a -v '^===' | diag
+		local what re
+		for what in "Device DVSEC:CXLCap:" "Register Locator:Block[0-9]: BIR: bar" \
+			"GPF DVSEC:GPF Phase 2" "Flex Bus DVSEC:FBCap:"; do
+			re=${what#*:}
+			if sed -n '/^=== lspci -vvv -d 8086:0d94/,/^=== /p' "$con" | grep -a -q -E "$re"; then
+				tap OK "$name: guest lspci decodes the ${what%%:*}"
+			else
+				tap FAIL "$name: guest lspci decodes the ${what%%:*}"
+			fi
+		done
+	fi
+	# every STEP line of the guest program is a test point
+	local line sname sres sdetail nsteps=0
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		sname=${line#STEP }
+		sname=${sname%%:*}
+		sres=${line#*: }
+		sdetail=${sres#* }
+		sres=${sres%% *}
+		nsteps=$((nsteps + 1))
+		case "$sres" in
+		ok) tap OK "$name: guest $sname: $sdetail" ;;
+		skip) tap SKIP "$name: guest $sname" "$sdetail" ;;
+		*) tap FAIL "$name: guest $sname: $sdetail" ;;
+		esac
+	done < <(grep -a '^STEP ' "$con")
+	if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con"; then
+		tap OK "$name: guest program finished with no failure ($nsteps steps)"
+	else
+		tap FAIL "$name: guest program finished with no failure ($nsteps steps)"
+	fi
+
+	if [ "$name" != nodev ]; then
+		check_host "$name" "$con" "$slog" "$mem"
+	fi
+	cleanup
+}
+
+# Host-side checks after the guest powered off.
+check_host() { # check_host NAME CONSOLE SERVERLOG MEMFILE
+	local name=$1 con=$2 slog=$3 mem=$4 hc dpa len pat src
+	hc=$(grep -a '^HOSTCHECK fill ' "$con" | tail -1 | tr -d '\r')
+	if [ -n "$hc" ]; then
+		dpa=$(echo "$hc" | sed -n 's/.*dpa=\([^ ]*\).*/\1/p')
+		len=$(echo "$hc" | sed -n 's/.*len=\([^ ]*\).*/\1/p')
+		pat=$(echo "$hc" | sed -n 's/.*pattern=\([^ ]*\).*/\1/p')
+		if check_fill "$mem" "$dpa" "$len" "$pat" > "$TMP/fill.out" 2>&1; then
+			tap OK "$name: host sees the guest's FILL in device memory ($(cat "$TMP/fill.out"))"
+		else
+			tap FAIL "$name: host sees the guest's FILL in device memory"
+			diag < "$TMP/fill.out"
+		fi
+	else
+		tap FAIL "$name: host sees the guest's FILL in device memory (no HOSTCHECK line)"
+	fi
+	# the server must survive the guest and stop cleanly on SIGTERM
+	if kill -0 "$SPID" 2>/dev/null; then
+		tap OK "$name: vcxl-server still running after the guest powered off"
+		kill -TERM "$SPID"
+		local i=0
+		while kill -0 "$SPID" 2>/dev/null && [ $i -lt 50 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		if kill -0 "$SPID" 2>/dev/null; then
+			tap FAIL "$name: vcxl-server exits on SIGTERM (within 5 s)"
+		else
+			wait "$SPID"
+			src=$?
+			if [ $src -eq 0 ] || [ $src -eq 143 ]; then
+				tap OK "$name: vcxl-server exits on SIGTERM (rc=$src)"
+			else
+				tap FAIL "$name: vcxl-server exits on SIGTERM (rc=$src)"
+			fi
+		fi
+		SPID=""
+		[ -e "$TMP/vcxl.sock" ] && echo "# note: vcxl-server left its socket file behind on exit"
+	else
+		wait "$SPID"
+		src=$?
+		SPID=""
+		tap FAIL "$name: vcxl-server still running after the guest powered off (exited rc=$src)"
+		tail -20 "$slog" | diag
+	fi
+	if grep -a -q -i 'protocol error' "$slog"; then
+		tap FAIL "$name: server logged no protocol error"
+		grep -a -i 'protocol error' "$slog" | head -10 | diag
+	else
+		tap OK "$name: server logged no protocol error"
+	fi
+	check_host_decoder "$name" "$slog"
+}
+
+# The host's physical decoder (the CXL region the server committed) must not change
+# whatever the guest does to its virtual decoders.
+check_host_decoder() { # check_host_decoder NAME SERVERLOG
+	local name=$1 slog=$2 lines first last
+	lines=$(grep -a -E 'host decoder|phys(ical)? decoder|HDM decoder 0' "$slog" || true)
+	if [ -z "$lines" ]; then
+		tap SKIP "$name: host physical decoder unchanged" "server logs no host decoder state"
+		return
+	fi
+	first=$(echo "$lines" | head -1 | sed 's/^.*\(decoder\)/\1/')
+	last=$(echo "$lines" | tail -1 | sed 's/^.*\(decoder\)/\1/')
+	if [ "$first" = "$last" ]; then
+		tap OK "$name: host physical decoder unchanged ($last)"
+	else
+		tap FAIL "$name: host physical decoder unchanged"
+		echo "$lines" | diag
+	fi
+}
+
+for b in $BOOTS; do
+	run_boot "$b"
+done
+
+# nothing we started may survive: processes (by pid), sockets and temp dirs
+left=""
+for p in $ALL_PIDS; do
+	kill -0 "$p" 2>/dev/null && left="$left pid:$p"
+done
+for d in $ALL_TMPS; do
+	[ -e "$d" ] && left="$left $d"
+done
+if [ -z "$left" ]; then
+	tap OK "no process, socket or temp dir of ours left behind"
+else
+	tap FAIL "no process, socket or temp dir of ours left behind:$left"
+fi
+echo "# logs: $LOGDIR"
+echo "1..$n"
+[ $nfail -eq 0 ]

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Integration test harness: start the real vcxl-server binary (path from
+ * $VCXL_SERVER or argv[1]) on a temporary socket, wait until it accepts,
+ * stop it with SIGTERM, and inspect its log.
+ */
+#ifndef VCXL_TESTS_HARNESS_H
+#define VCXL_TESTS_HARNESS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vcxl/client.h"
+#include "vcxl/server.h"
+
+struct harness {
+	pid_t pid;
+	char dir[64];
+	char sock[128];
+	char log[128];
+	const char *bin;
+	const char *cli;
+};
+
+static inline void h_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+static inline const char *h_server_bin(int argc, char **argv)
+{
+	const char *e = getenv("VCXL_SERVER");
+
+	if (e && *e)
+		return e;
+	return argc > 1 ? argv[1] : "./src/tools/vcxl-server";
+}
+
+static inline const char *h_cli_bin(int argc, char **argv)
+{
+	const char *e = getenv("VCXL_CLI");
+
+	if (e && *e)
+		return e;
+	return argc > 2 ? argv[2] : "./src/tools/vcxl";
+}
+
+/* Socket path of device i (PATH.i when the server serves several). */
+static inline void h_dev_sock(const struct harness *h, int i, char *buf, size_t len)
+{
+	if (i < 0)
+		snprintf(buf, len, "%s", h->sock);
+	else
+		snprintf(buf, len, "%s.%d", h->sock, i);
+}
+
+static inline int h_wait_socket(const char *path, int ms)
+{
+	for (int t = 0; t < ms; t += 10) {
+		int fd = vcxl_sock_connect(path);
+
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		h_sleep_ms(10);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Start the server with extra args (NULL-terminated); first_sock: -1 for PATH, 0 for PATH.0 */
+static inline int h_start(struct harness *h, const char *bin, int first_sock, const char *const *args)
+{
+	const char *argv[32];
+	char first[160];
+	int n = 0;
+	const char *cli = h->cli;
+
+	memset(h, 0, sizeof(*h));
+	h->cli = cli;
+	snprintf(h->dir, sizeof(h->dir), "/tmp/vcxl-it-XXXXXX");
+	if (!mkdtemp(h->dir))
+		return -errno;
+	snprintf(h->sock, sizeof(h->sock), "%s/dev.sock", h->dir);
+	snprintf(h->log, sizeof(h->log), "%s/server.log", h->dir);
+	h->bin = bin;
+	argv[n++] = bin;
+	argv[n++] = "--socket";
+	argv[n++] = h->sock;
+	argv[n++] = "--log-level";
+	argv[n++] = "info";
+	for (int i = 0; args && args[i] && n < 30; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	h->pid = fork();
+	if (h->pid < 0)
+		return -errno;
+	if (h->pid == 0) {
+		int fd = open(h->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	h_dev_sock(h, first_sock, first, sizeof(first));
+	return h_wait_socket(first, 10000);
+}
+
+/* SIGTERM, wait: the exit status (or -1 on timeout/crash) */
+static inline int h_stop(struct harness *h)
+{
+	int st = 0;
+
+	if (h->pid <= 0)
+		return -1;
+	kill(h->pid, SIGTERM);
+	for (int t = 0; t < 10000; t += 10) {
+		pid_t r = waitpid(h->pid, &st, WNOHANG);
+
+		if (r == h->pid) {
+			h->pid = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
+		h_sleep_ms(10);
+	}
+	kill(h->pid, SIGKILL);
+	waitpid(h->pid, &st, 0);
+	h->pid = 0;
+	return -1;
+}
+
+/* Lines of the server log containing needle */
+static inline int h_log_count(const struct harness *h, const char *needle)
+{
+	FILE *f = fopen(h->log, "r");
+	char line[2048];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static inline void h_dump_log(const struct harness *h)
+{
+	FILE *f = fopen(h->log, "r");
+	char line[2048];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("# server: %s", line);
+	fclose(f);
+}
+
+static inline void h_cleanup(struct harness *h)
+{
+	char p[200];
+
+	if (h->pid > 0)
+		h_stop(h);
+	unlink(h->log);
+	for (int i = 0; i < 8; i++) {
+		h_dev_sock(h, i, p, sizeof(p));
+		unlink(p);
+	}
+	unlink(h->sock);
+	rmdir(h->dir);
+}
+
+#endif
