@@ -162,7 +162,8 @@ static void bench_registers(void)
 		struct vcxl_vdev_info info;
 		vcxl_vdev_get_info(v, &info);
 		uint32_t dvsec = 0, dlen = 0;
-		vcxl_pcie_find_dvsec(cfg_rd32, v, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec, &dlen);
+		vcxl_pcie_find_dvsec(cfg_rd32, v, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec,
+				     &dlen);
 		struct ref_dev *ref = calloc(1, sizeof(*ref));
 		ref_dev_init(ref, dvsec, info.cxl.hdm_offset, info.cxl.hdm_count);
 		const long iters = 100000;
@@ -333,7 +334,8 @@ static void bench_roundtrip(void)
 	for (int r = 0; r < RUNS; r++) {
 		double t0 = now_ns();
 		for (long i = 0; i < iters; i++)
-			vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL, &v);
+			vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL,
+					   &v);
 		rd[r] = (now_ns() - t0) / (double)iters / 1000.0;
 		t0 = now_ns();
 		for (long i = 0; i < iters; i++)
@@ -588,10 +590,11 @@ int main(int argc, char **argv)
 	char host[128] = "";
 	gethostname(host, sizeof(host) - 1);
 	json_object_object_add(root, "host", json_object_new_string(host));
-	json_object_object_add(root, "cpus", json_object_new_int((int)sysconf(_SC_NPROCESSORS_ONLN)));
-	json_object_object_add(root, "mem_kib",
-			       json_object_new_int64((int64_t)sysconf(_SC_PHYS_PAGES) *
-						     sysconf(_SC_PAGESIZE) / 1024));
+	json_object_object_add(root, "cpus",
+			       json_object_new_int((int)sysconf(_SC_NPROCESSORS_ONLN)));
+	json_object_object_add(
+	    root, "mem_kib",
+	    json_object_new_int64((int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) / 1024));
 	json_object_object_add(root, "time", json_object_new_int64((int64_t)time(NULL)));
 	json_object_object_add(root, "results", results);
 	if (json_object_to_file_ext(argv[2], root, JSON_C_TO_STRING_PRETTY) < 0)

@@ -77,8 +77,8 @@ int ref_dev_init(struct ref_dev *d, uint32_t dvsec, uint64_t hdm, unsigned decod
 	if (!d->shadow)
 		return -1;
 	/* config space: one block per DVSEC register (2-byte registers) */
-	static const uint16_t dvsec_regs[] = {CXL_DVSEC_CAP,	 CXL_DVSEC_CTRL,    CXL_DVSEC_STATUS,
-					      CXL_DVSEC_CTRL2,	 CXL_DVSEC_STATUS2, CXL_DVSEC_LOCK,
+	static const uint16_t dvsec_regs[] = {CXL_DVSEC_CAP,   CXL_DVSEC_CTRL,	  CXL_DVSEC_STATUS,
+					      CXL_DVSEC_CTRL2, CXL_DVSEC_STATUS2, CXL_DVSEC_LOCK,
 					      CXL_DVSEC_CAP2};
 	for (unsigned i = 0; i < sizeof(dvsec_regs) / sizeof(dvsec_regs[0]); i++)
 		add_block(&d->cfg_head, dvsec + dvsec_regs[i], 2, 0xffff);

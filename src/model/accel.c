@@ -35,9 +35,18 @@ uint64_t model_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Once Memory_Active is reached it stays until the next reset restarts the delay. */
 bool model_mem_active(struct vcxl_model *m)
 {
-	return model_now_ms() - m->active_t0_ms >= m->cfg.active_delay_ms;
+	if (!m->active_latched)
+		m->active_latched = model_now_ms() - m->active_t0_ms >= m->cfg.active_delay_ms;
+	return m->active_latched;
+}
+
+void model_restart_active(struct vcxl_model *m)
+{
+	m->active_t0_ms = model_now_ms();
+	m->active_latched = false;
 }
 
 /* Map device memory on first use: MAP_SHARED, no page is touched here. */
@@ -417,7 +426,7 @@ int vcxl_model_create(const struct vcxl_model_cfg *cfg, struct vcxl_model **out)
 		vcxl_model_destroy(m);
 		return rc;
 	}
-	m->active_t0_ms = model_now_ms();
+	model_restart_active(m);
 	model_refresh_ranges(m);
 	*out = m;
 	return 0;

@@ -54,6 +54,7 @@ struct vcxl_model {
 	uint8_t *mem; /* mapped on first use */
 
 	uint64_t active_t0_ms; /* Memory_Active asserts active_delay_ms after this */
+	bool active_latched;   /* Memory_Active reached since active_t0_ms (no clock read) */
 	uint64_t jobs_done;
 
 	vcxl_irq_fn irq_fn;
@@ -65,6 +66,7 @@ struct vcxl_model {
 uint64_t model_now_ms(void);
 uint8_t *model_mem_map(struct vcxl_model *m);
 bool model_mem_active(struct vcxl_model *m);
+void model_restart_active(struct vcxl_model *m);
 void model_mem_clear(struct vcxl_model *m);
 
 /* accel_cfg.c: config space, FLR, CXL reset */

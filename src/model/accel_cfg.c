@@ -186,7 +186,7 @@ int model_cxl_reset(struct vcxl_model *m)
 	vcxl_hdm_reset(&m->comp.hdm);
 	if ((ctrl2 & CXL_DVSEC_CTRL2_RESET_MEMCLR) && (cap & CXL_DVSEC_CAP_RESET_MEMCLR))
 		model_mem_clear(m);
-	m->active_t0_ms = model_now_ms();
+	model_restart_active(m);
 	/* the device cache is written back and invalidated as part of the reset */
 	vcxl_rf_set16(&m->cfgrf, st2,
 		      vcxl_rf_get16(&m->cfgrf, st2) | CXL_DVSEC_STATUS2_RESET_DONE |

@@ -52,8 +52,25 @@ static inline uint64_t rf_load(const struct vcxl_regfile *rf, uint32_t off, unsi
 {
 	uint64_t v = 0;
 	if (rf_range_ok(rf, off, n)) {
-		memcpy(&v, rf->val + off, n);
-		return le64toh(v);
+		const uint8_t *p = rf->val + off;
+		uint32_t v32;
+		uint16_t v16;
+		/* fixed-size copies compile to single loads (no call, no stall) */
+		switch (n) {
+		case 1:
+			return *p;
+		case 2:
+			memcpy(&v16, p, 2);
+			return le16toh(v16);
+		case 4:
+			memcpy(&v32, p, 4);
+			return le32toh(v32);
+		case 8:
+			memcpy(&v, p, 8);
+			return le64toh(v);
+		default:
+			break;
+		}
 	}
 	for (unsigned b = 0; b < n; b++)
 		v |= (uint64_t)vcxl_rf_get8(rf, off + b) << (8 * b);
@@ -160,7 +177,7 @@ static void rf_recompute_locked(struct vcxl_regfile *rf)
 		for (unsigned f = 0; f < grp->n_fields; f++)
 			for (unsigned b = 0; b < 4; b++)
 				rf->locked[grp->fields[f].off + b] |=
-					(uint8_t)(grp->fields[f].mask >> (8 * b));
+				    (uint8_t)(grp->fields[f].mask >> (8 * b));
 	}
 	for (unsigned g = 0; g < rf->n_groups; g++) {
 		const struct vcxl_rf_group *grp = &rf->groups[g];
@@ -242,7 +259,7 @@ uint8_t vcxl_rf_writable8(const struct vcxl_regfile *rf, uint32_t off)
 }
 
 /* Access checks: range, width, and the 4/8-byte rule of DWORD dwords. */
-static int rf_check(const struct vcxl_regfile *rf, uint32_t off, unsigned len)
+static inline int rf_check(const struct vcxl_regfile *rf, uint32_t off, unsigned len)
 {
 	if (!(len == 1 || len == 2 || len == 4 || len == 8) || !rf_range_ok(rf, off, len))
 		return -EINVAL;
@@ -257,12 +274,21 @@ static int rf_check(const struct vcxl_regfile *rf, uint32_t off, unsigned len)
 
 int vcxl_rf_read(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t *val)
 {
+	if (len == 4 && !(off & 3) && off < rf->size) { /* one aligned dword */
+		unsigned h = rf->dw_hook[off / 4];
+		if (h && rf->hooks[h - 1].read)
+			rf->hooks[h - 1].read(rf->hooks[h - 1].opaque, rf, off);
+		uint32_t v32;
+		memcpy(&v32, rf->val + off, 4);
+		*val = le32toh(v32);
+		return 0;
+	}
 	int rc = rf_check(rf, off, len);
 	if (rc) {
 		rf->rejected++;
 		return rc;
 	}
-	for (uint32_t d = off / 4; d <= (off + len - 1) / 4; d++) {
+	for (uint32_t d = off / 4, e = (off + len - 1) / 4; d <= e; d++) {
 		unsigned h = rf->dw_hook[d];
 		if (h && rf->hooks[h - 1].read)
 			rf->hooks[h - 1].read(rf->hooks[h - 1].opaque, rf, d * 4);
@@ -278,7 +304,7 @@ static void rf_merge(struct vcxl_regfile *rf, uint32_t lo, uint32_t hi, uint32_t
 		uint8_t nb = (uint8_t)(v >> (8 * (i - off)));
 		uint8_t m = rf->eff[i];
 		uint8_t cur = (uint8_t)((rf->val[i] & ~m) | (nb & m));
-		cur &= (uint8_t)~(nb & rf->w1c[i]);
+		cur &= (uint8_t) ~(nb & rf->w1c[i]);
 		rf->val[i] = cur;
 		if (rf->rwo_armed[i]) {
 			rf->rwo_armed[i] = 0;
@@ -287,12 +313,44 @@ static void rf_merge(struct vcxl_regfile *rf, uint32_t lo, uint32_t hi, uint32_t
 	}
 }
 
+/* The common case: one aligned dword, merged with 32-bit masks. */
+static void rf_write_dword(struct vcxl_regfile *rf, uint32_t off, uint32_t val)
+{
+	uint32_t old, m, c, armed, nv;
+	memcpy(&old, rf->val + off, 4);
+	memcpy(&m, rf->eff + off, 4);
+	memcpy(&c, rf->w1c + off, 4);
+	memcpy(&armed, rf->rwo_armed + off, 4);
+	old = le32toh(old);
+	m = le32toh(m);
+	c = le32toh(c);
+	nv = (old & ~m) | (val & m);
+	nv &= ~(val & c);
+	nv = htole32(nv);
+	memcpy(rf->val + off, &nv, 4);
+	if (armed) {
+		memset(rf->rwo_armed + off, 0, 4);
+		for (unsigned b = 0; b < 4; b++)
+			rf_refresh_eff(rf, off + b);
+	}
+	unsigned h = rf->dw_hook[off / 4];
+	if (h && rf->hooks[h - 1].write)
+		rf->hooks[h - 1].write(rf->hooks[h - 1].opaque, rf, off, old,
+				       vcxl_rf_get32(rf, off));
+	if (rf->dw_cond[off / 4])
+		rf_eval_cond_dword(rf, off / 4);
+}
+
 int vcxl_rf_write(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t val)
 {
 	int rc = rf_check(rf, off, len);
 	if (rc) {
 		rf->rejected++;
 		return rc;
+	}
+	if (len == 4 && !(off & 3)) {
+		rf_write_dword(rf, off, (uint32_t)val);
+		return 0;
 	}
 	uint32_t end = off + len;
 	for (uint32_t d = off / 4; d <= (end - 1) / 4; d++) {
@@ -395,10 +453,15 @@ static void rf_set_bytes(struct vcxl_regfile *rf, uint32_t off, unsigned n, uint
 {
 	if (!rf_range_ok(rf, off, n))
 		return;
-	uint64_t rsvd = 0, le;
-	memcpy(&rsvd, rf->rsvd + off, n);
-	le = htole64(v) & ~rsvd;
-	memcpy(rf->val + off, &le, n);
+	if (n == 4) {
+		uint32_t rsvd, le;
+		memcpy(&rsvd, rf->rsvd + off, 4);
+		le = htole32((uint32_t)v) & ~rsvd;
+		memcpy(rf->val + off, &le, 4);
+	} else {
+		for (unsigned b = 0; b < n; b++)
+			rf->val[off + b] = (uint8_t)((v >> (8 * b)) & ~rf->rsvd[off + b]);
+	}
 	for (uint32_t d = off / 4; d <= (off + n - 1) / 4; d++)
 		if (rf->dw_cond[d])
 			rf_eval_cond_dword(rf, d);
@@ -421,7 +484,9 @@ void vcxl_rf_set32(struct vcxl_regfile *rf, uint32_t off, uint32_t v)
 
 void vcxl_rf_update32(struct vcxl_regfile *rf, uint32_t off, uint32_t mask, uint32_t v)
 {
-	vcxl_rf_set32(rf, off, (vcxl_rf_get32(rf, off) & ~mask) | (v & mask));
+	uint32_t old = vcxl_rf_get32(rf, off), nv = (old & ~mask) | (v & mask);
+	if (nv != old) /* live-field refreshes mostly find nothing changed */
+		vcxl_rf_set32(rf, off, nv);
 }
 
 void vcxl_rf_reset_range(struct vcxl_regfile *rf, uint32_t off, uint32_t len)

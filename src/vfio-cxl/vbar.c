@@ -6,6 +6,7 @@
  * areas are exactly the BAR minus the trapped ranges, page aligned, correct
  * with a hole at the start, middle or end.
  */
+#include <endian.h>
 #include <errno.h>
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
@@ -148,6 +149,32 @@ static unsigned bar_chunk(uint64_t off, size_t left)
 	return 1;
 }
 
+/* Little-endian (de)serialisation of a 1/2/4/8-byte access; fixed-size
+ * copies so the common 4-byte case is a single load or store. */
+static uint64_t get_le(const uint8_t *p, unsigned w)
+{
+	uint32_t v32;
+	uint64_t v = 0;
+	if (w == 4) {
+		memcpy(&v32, p, 4);
+		return le32toh(v32);
+	}
+	for (unsigned i = 0; i < w; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void put_le(uint8_t *p, unsigned w, uint64_t v)
+{
+	if (w == 4) {
+		uint32_t v32 = htole32((uint32_t)v);
+		memcpy(p, &v32, 4);
+		return;
+	}
+	for (unsigned i = 0; i < w; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
 int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *buf, size_t len)
 {
 	const struct vcxl_vbar *b = &v->bar[bar];
@@ -158,6 +185,14 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 
 	if (!b->bi.size || len == 0 || off >= b->bi.size || len > b->bi.size - off)
 		return -EINVAL;
+	if (comp_bar && len == 4 && off >= cs && off + 4 <= ce) {
+		/* the common guest access: one dword of the component block */
+		uint64_t val = write ? get_le(p8, 4) : 0;
+		rc = vcomp_access(v, write, (uint32_t)(off - cs), 4, &val);
+		if (!rc && !write)
+			put_le(p8, 4, val);
+		return rc;
+	}
 	for (uint64_t p = off; p < off + len;) {
 		size_t left = off + len - p;
 		/* never let one access straddle the component block edge */
@@ -173,8 +208,7 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 				 : bar_chunk(p, left);
 		uint64_t val = 0;
 		if (write)
-			for (unsigned i = 0; i < w; i++)
-				val |= (uint64_t)p8[p - off + i] << (8 * i);
+			val = get_le(p8 + (p - off), w);
 		if (in_comp)
 			rc = vcomp_access(v, write, (uint32_t)(p - cs), w, &val);
 		else if (write)
@@ -184,8 +218,7 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 		if (rc)
 			return rc;
 		if (!write)
-			for (unsigned i = 0; i < w; i++)
-				p8[p - off + i] = (uint8_t)(val >> (8 * i));
+			put_le(p8 + (p - off), w, val);
 		p += w;
 	}
 	return 0;

@@ -4,6 +4,7 @@
  * for every byte whether it is emulated (CXL Device DVSEC, virtual DOE),
  * passed through, or read-only; see enum vcfg_route.
  */
+#include <endian.h>
 #include <errno.h>
 #include <linux/pci_regs.h>
 #include <stdlib.h>
@@ -362,6 +363,11 @@ static uint64_t le_bytes(const uint8_t *p, unsigned n)
 
 static void put_bytes(uint8_t *p, unsigned n, uint64_t v)
 {
+	if (n == 4) { /* the common case as one store */
+		uint32_t v32 = htole32((uint32_t)v);
+		memcpy(p, &v32, 4);
+		return;
+	}
 	for (unsigned i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
@@ -390,6 +396,14 @@ int vcfg_read(struct vcxl_vdev *v, uint64_t off, void *buf, size_t len)
 
 	if (rc)
 		return rc;
+	if (len == 4 && !(off & 3) && v->route[off / 4] == VCFG_EMUL) {
+		/* the common guest access: one emulated dword */
+		uint64_t val = 0;
+		rc = vcxl_rf_read(&v->vcfg, (uint32_t)off, 4, &val);
+		if (!rc)
+			put_bytes(out, 4, val);
+		return rc;
+	}
 	for (uint64_t p = off; p < off + len;) {
 		unsigned w = cfg_chunk(p, off + len - p);
 		uint64_t val = 0;

@@ -302,6 +302,8 @@ void vcxl_vdev_client_gone(struct vcxl_vdev *v)
 	vdev_virtual_restore(v);
 }
 
+/* The vdev has no timers of its own: virtual resets and commits complete
+ * synchronously. Device deadlines (the model's) are the backend owner's. */
 int vcxl_vdev_poll(struct vcxl_vdev *v)
 {
 	(void)v;

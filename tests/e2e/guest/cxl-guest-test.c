@@ -802,13 +802,14 @@ static void msix_vector_ctrl(struct dev *d, uint32_t ctrl)
 static void step_msix(struct dev *d)
 {
 	uint32_t flags, st, pba;
-	unsigned ms, mctl = d->msix_cap + PCI_MSIX_FLAGS;
+	unsigned ms, mctl;
 	bool got;
 
 	if (find_msix(d) || map_bar(d, d->msix_tbl_bar) || map_bar(d, d->msix_pba_bar)) {
 		step("msix", 0, "no usable MSI-X capability");
 		return;
 	}
+	mctl = d->msix_cap + PCI_MSIX_FLAGS;
 	/* Entry 0: address = our page, data = magic, unmasked; then enable MSI-X */
 	msix_vector_ctrl(d, PCI_MSIX_ENTRY_CTRL_MASKBIT);
 	mmio_write32(d, d->msix_tbl_bar, d->msix_tbl_off + PCI_MSIX_ENTRY_LOWER_ADDR,
@@ -830,13 +831,24 @@ static void step_msix(struct dev *d)
 	     st, got ? "delivered" : "NOT delivered", *msi_slot(d), ms);
 
 	/* Masked: the message must wait in the PBA and arrive on unmask */
+	pba = mmio_read32(d, d->msix_pba_bar, d->msix_pba_off);
+	step("msix-pba-clear", !(pba & 1), "PBA 0x%08x before the masked job (want bit 0 clear)",
+	     pba);
 	msix_vector_ctrl(d, PCI_MSIX_ENTRY_CTRL_MASKBIT);
 	mmio_write32(d, d->msix_tbl_bar, d->msix_tbl_off + PCI_MSIX_ENTRY_DATA, MSI_MAGIC | 2);
 	*msi_slot(d) = 0;
 	st = run_job(d, ACCEL_OP_FILL, ACCEL_JOBF_IRQ, 0, FILL_DPA + FILL_LEN, 0x1000, FILL_PATTERN,
 		     &ms);
-	sleep_ms(200);
-	pba = mmio_read32(d, d->msix_pba_bar, d->msix_pba_off);
+	/* QEMU sets the pending bit when the (masked) vector's eventfd fires */
+	ms = 0;
+	do {
+		pba = mmio_read32(d, d->msix_pba_bar, d->msix_pba_off);
+		if (pba & 1)
+			break;
+		sleep_ms(10);
+		ms += 10;
+	} while (ms < MSI_TIMEOUT_MS);
+	printf("  PBA 0x%08x after %u ms\n", pba, ms);
 	got = *msi_slot(d) != 0;
 	step("msix-masked-pending", job_done(st) && (pba & 1) && !got,
 	     "vector 0 masked: status 0x%x, PBA 0x%08x (want bit 0), slot 0x%08x (want 0)", st, pba,
