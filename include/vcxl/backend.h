@@ -23,11 +23,24 @@ enum vcxl_bar_flags {
 	VCXL_BAR_IO = 1u << 3,
 };
 
+#define VCXL_BAR_MAX_AREAS 4
+
+struct vcxl_bar_area {
+	uint64_t offset, size; /* relative to the BAR */
+};
+
 struct vcxl_bar_info {
 	uint64_t size;	    /* 0 = BAR not implemented */
 	uint32_t flags;	    /* enum vcxl_bar_flags */
 	int fd;		    /* fd that maps the whole BAR at fd_offset, or -1 */
 	uint64_t fd_offset;
+	/* Only parts of the BAR can be mapped (VFIO sparse mmap): then fd is -1,
+	 * and area_fd maps area[0..nr_areas) at area_fd_offset + area offset.
+	 * nr_areas == 0: nothing beyond fd (area_fd is then meaningless). */
+	unsigned nr_areas;
+	int area_fd;
+	uint64_t area_fd_offset;
+	struct vcxl_bar_area area[VCXL_BAR_MAX_AREAS];
 };
 
 enum vcxl_reset_kind {
@@ -67,6 +80,19 @@ struct vcxl_backend_ops {
 	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
 	/* Device identity for logs. */
 	const char *(*name)(void *dev);
+
+	/* ---- optional (NULL when the backend has no such thing) ---- */
+	/* Real hardware signals interrupts to an eventfd, not through a call:
+	 * route vector `vector` of `type` to eventfd fd (fd < 0: stop routing it).
+	 * When present the server prefers it over set_irq_handler and passes the
+	 * client's eventfds straight through (VFIO_DEVICE_SET_IRQS semantics). */
+	int (*set_irq_eventfd)(void *dev, enum vcxl_irq_type type, unsigned vector, int fd);
+	/* Device DMA through an IOMMU: make the client's [iova, iova + size),
+	 * mapped at vaddr in this process, reachable by the device (write: the
+	 * device may also write it). The server calls it on DMA_MAP, dma_unmap on
+	 * DMA_UNMAP and for every live mapping when the client disconnects. */
+	int (*dma_map)(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write);
+	int (*dma_unmap)(void *dev, uint64_t iova, uint64_t size);
 };
 
 struct vcxl_backend {

@@ -84,8 +84,8 @@ int vcxl_client_get_info_argsz(struct vcxl_client *c, uint32_t argsz,
 int vcxl_client_region_info(struct vcxl_client *c, uint32_t index, struct vcxl_client_region *ri);
 int vcxl_client_region_read(struct vcxl_client *c, uint32_t index, uint64_t off, void *buf,
 			    size_t len);
-int vcxl_client_region_write(struct vcxl_client *c, uint32_t index, uint64_t off,
-			     const void *buf, size_t len);
+int vcxl_client_region_write(struct vcxl_client *c, uint32_t index, uint64_t off, const void *buf,
+			     size_t len);
 /* Posted write (NO_REPLY): no answer; errors show up only in the server log. */
 int vcxl_client_region_write_posted(struct vcxl_client *c, uint32_t index, uint64_t off,
 				    const void *buf, size_t len);
@@ -95,16 +95,15 @@ int vcxl_client_write32(struct vcxl_client *c, uint32_t index, uint64_t off, uin
 int vcxl_client_read64(struct vcxl_client *c, uint32_t index, uint64_t off, uint64_t *v);
 int vcxl_client_write64(struct vcxl_client *c, uint32_t index, uint64_t off, uint64_t v);
 
-int vcxl_client_irq_info(struct vcxl_client *c, uint32_t index, uint32_t *count,
-			 uint32_t *flags);
+int vcxl_client_irq_info(struct vcxl_client *c, uint32_t index, uint32_t *count, uint32_t *flags);
 /* SET_IRQS: fds (DATA_EVENTFD), bools (DATA_BOOL, count bytes) or neither. */
 int vcxl_client_set_irqs(struct vcxl_client *c, uint32_t index, uint32_t flags, uint32_t start,
 			 uint32_t count, const int *fds, unsigned nfds, const uint8_t *bools);
 
 /* DMA_MAP: fd -1 sends no fd (the server then uses DMA_READ/WRITE). mem, if
  * not NULL, is the client's view of the window, used to answer the server. */
-int vcxl_client_dma_map(struct vcxl_client *c, uint64_t iova, uint64_t size, uint32_t flags,
-			int fd, uint64_t offset, void *mem);
+int vcxl_client_dma_map(struct vcxl_client *c, uint64_t iova, uint64_t size, uint32_t flags, int fd,
+			uint64_t offset, void *mem);
 int vcxl_client_dma_unmap(struct vcxl_client *c, uint64_t iova, uint64_t size, uint32_t flags);
 int vcxl_client_reset(struct vcxl_client *c);
 /* Answer server requests that arrive within timeout_ms: count handled or -errno. */

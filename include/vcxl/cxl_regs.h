@@ -393,5 +393,47 @@
 #define CXLMDEV_MEDIA_ERROR         2
 #define CXLMDEV_MEDIA_DISABLED      3
 #define CXLMDEV_STATUS_MBOX_READY   VCXL_BIT(4)
+#define CXLMDEV_STATUS_RESET_NEEDED VCXL_GENMASK(7, 5)
+#define CXLMDEV_STATUS_SIZE         0x08
+/* Capabilities Array Register: version and type fields (8.2.8.1) [spec] */
+#define CXLDEV_CAP_ARRAY_VERSION    VCXL_GENMASK64(23, 16)
+#define CXLDEV_CAP_ARRAY_TYPE       VCXL_GENMASK64(27, 24)
+#define CXLDEV_CAP_ARRAY_TYPE_MEMDEV 1
+#define CXLDEV_CAP_ARRAY_VER        1
+#define CXLDEV_CAP_HDR_VERSION      VCXL_GENMASK(23, 16)
+#define CXLDEV_CAP_ID_SECONDARY_MBOX 0x0003
+/* Device Status Registers (8.2.8.3): Event Status, 64-bit at the capability */
+#define CXLDEV_EVENT_STATUS         0x00
+#define CXLDEV_EVENT_STATUS_INFO    VCXL_BIT(0)
+#define CXLDEV_EVENT_STATUS_WARN    VCXL_BIT(1)
+#define CXLDEV_EVENT_STATUS_FAIL    VCXL_BIT(2)
+#define CXLDEV_EVENT_STATUS_FATAL   VCXL_BIT(3)
+#define CXLDEV_EVENT_STATUS_DCD     VCXL_BIT(4)
+#define CXLDEV_EVENT_STATUS_SIZE    0x08
+/* Mailbox Registers (8.2.8.4), offsets from the mailbox capability */
+#define CXLDEV_MBOX_CAPS            0x00
+#define CXLDEV_MBOX_CAP_PAYLOAD_SIZE VCXL_GENMASK(4, 0) /* log2 of bytes */
+#define CXLDEV_MBOX_CAP_DB_IRQ      VCXL_BIT(5) /* [spec] */
+#define CXLDEV_MBOX_CAP_BG_CMD_IRQ  VCXL_BIT(6)
+#define CXLDEV_MBOX_CAP_IRQ_MSGNUM  VCXL_GENMASK(10, 7)
+#define CXLDEV_MBOX_CTRL            0x04
+#define CXLDEV_MBOX_CTRL_DOORBELL   VCXL_BIT(0)
+#define CXLDEV_MBOX_CTRL_DB_IRQ     VCXL_BIT(1) /* [spec] */
+#define CXLDEV_MBOX_CTRL_BG_CMD_IRQ VCXL_BIT(2)
+#define CXLDEV_MBOX_CMD             0x08 /* 64-bit */
+#define CXLDEV_MBOX_CMD_OPCODE      VCXL_GENMASK64(15, 0)
+#define CXLDEV_MBOX_CMD_PAYLOAD_LEN VCXL_GENMASK64(36, 16)
+#define CXLDEV_MBOX_STATUS          0x10 /* 64-bit */
+#define CXLDEV_MBOX_STATUS_BG_OP    VCXL_BIT64(0)
+#define CXLDEV_MBOX_STATUS_RC       VCXL_GENMASK64(47, 32)
+#define CXLDEV_MBOX_STATUS_VENDOR   VCXL_GENMASK64(63, 48)
+#define CXLDEV_MBOX_BG_STATUS       0x18 /* 64-bit */
+#define CXLDEV_MBOX_BG_OPCODE       VCXL_GENMASK64(15, 0)
+#define CXLDEV_MBOX_BG_PCT          VCXL_GENMASK64(22, 16)
+#define CXLDEV_MBOX_BG_RC           VCXL_GENMASK64(47, 32)
+#define CXLDEV_MBOX_BG_VENDOR       VCXL_GENMASK64(63, 48)
+#define CXLDEV_MBOX_PAYLOAD         0x20
+#define CXLDEV_MBOX_PAYLOAD_MIN_SHIFT 8  /* 256 B: Linux refuses less */
+#define CXLDEV_MBOX_PAYLOAD_MAX_SHIFT 20 /* 1 MiB */
 
 #endif /* VCXL_CXL_REGS_H */

@@ -14,6 +14,14 @@
 
 #define VCXL_MODEL_VENDOR 0x8086
 #define VCXL_MODEL_DEVICE 0x0d94
+/* The Type-3 personality answers with QEMU's cxl-type3 device id */
+#define VCXL_MODEL_TYPE3_DEVICE 0x0d93
+
+/* Which device the model is. The zero value is the accelerator. */
+enum vcxl_model_kind {
+	VCXL_MODEL_ACCEL = 0, /* Type-2 accelerator, class 0x120000 */
+	VCXL_MODEL_TYPE3,     /* Type-3 memory expander, class 0x050210, mailbox */
+};
 
 enum vcxl_comp_at {
 	VCXL_COMP_AT_START = 0,
@@ -30,6 +38,7 @@ struct vcxl_model_cfg {
 	const char *backing;	 /* file backing device memory; NULL = memfd */
 	unsigned active_delay_ms; /* Memory_Active asserts this long after reset */
 	unsigned active_timeout_enc; /* Memory_Active_Timeout encoding 0..4 */
+	enum vcxl_model_kind kind; /* default VCXL_MODEL_ACCEL */
 };
 
 struct vcxl_model;
@@ -53,6 +62,21 @@ int vcxl_model_poll(struct vcxl_model *m);
 #define VCXL_MODEL_MSIX_VECTORS 4
 #define VCXL_MODEL_MSIX_TABLE   0x2000      /* in BAR2 */
 #define VCXL_MODEL_MSIX_PBA     0x3000      /* in BAR2 */
+
+/* Type-3: BAR2 also holds the CXL memory device registers (Register Locator
+ * RBI 3) at a 64 KiB boundary; the job engine registers are absent (read 0).
+ * The label storage area is VCXL_MODEL_T3_LSA_SIZE bytes (not persistent). */
+#define VCXL_MODEL_T3_BAR2_SIZE   0x20000
+#define VCXL_MODEL_T3_MEMDEV_OFF  0x10000 /* in BAR2 */
+#define VCXL_MODEL_T3_PAYLOAD_SHIFT 11    /* 2 KiB mailbox payload */
+#define VCXL_MODEL_T3_LSA_SIZE    0x400
+#define VCXL_MODEL_T3_FW_REVISION "vcxl-t3 0.1"
+#define VCXL_MODEL_CLASS_ACCEL    0x120000u /* processing accelerator */
+#define VCXL_MODEL_CLASS_TYPE3    0x050210u /* memory controller, CXL, CXL memory device */
+
+enum vcxl_model_kind vcxl_model_get_kind(const struct vcxl_model *m);
+/* BAR2 size of this model (VCXL_MODEL_BAR2_SIZE or VCXL_MODEL_T3_BAR2_SIZE). */
+uint64_t vcxl_model_bar2_size(const struct vcxl_model *m);
 
 /* Accelerator control registers in BAR2 (the job engine) */
 #define ACCEL_REG_ID           0x00 /* RO: "VCXL" */

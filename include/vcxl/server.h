@@ -43,13 +43,13 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((form
 /* ---------------------------------------------------------------------- */
 /* Limits                                                                  */
 /* ---------------------------------------------------------------------- */
-#define VCXL_SRV_MAX_MSG_FDS   16	 /* fds the server accepts per message */
-#define VCXL_SRV_MAX_XFER      (1u << 20) /* max_data_xfer_size the server accepts */
-#define VCXL_SRV_MAX_DMA_MAPS  4096	 /* DMA windows valid at once */
-#define VCXL_SRV_MSG_SLACK     4096	 /* header/struct room above max_data_xfer_size */
-#define VCXL_SRV_MAX_QUEUED    256	 /* client requests queued during a DMA wait */
-#define VCXL_SRV_DMA_TIMEOUT_MS 5000	 /* wait for the client's DMA_READ/WRITE reply */
-#define VCXL_SRV_PGSIZE        4096ull
+#define VCXL_SRV_MAX_MSG_FDS	16	   /* fds the server accepts per message */
+#define VCXL_SRV_MAX_XFER	(1u << 20) /* max_data_xfer_size the server accepts */
+#define VCXL_SRV_MAX_DMA_MAPS	4096	   /* DMA windows valid at once */
+#define VCXL_SRV_MSG_SLACK	4096	   /* header/struct room above max_data_xfer_size */
+#define VCXL_SRV_MAX_QUEUED	256	   /* client requests queued during a DMA wait */
+#define VCXL_SRV_DMA_TIMEOUT_MS 5000	   /* wait for the client's DMA_READ/WRITE reply */
+#define VCXL_SRV_PGSIZE		4096ull
 
 /* ---------------------------------------------------------------------- */
 /* The device the protocol layer serves                                    */
@@ -61,6 +61,9 @@ struct vcxl_dev_ops {
 	int (*region_write)(void *dev, uint32_t index, uint64_t off, const void *buf, size_t len);
 	int (*irq_info)(void *dev, uint32_t index, uint32_t *count, uint32_t *flags);
 	void (*set_irq_handler)(void *dev, vcxl_irq_fn fn, void *opaque);
+	/* The client (dis)armed a vector's trigger eventfd: the host programs the
+	 * device's own MSI-X entry, as vfio-pci does. May be NULL. */
+	int (*irq_arm)(void *dev, uint32_t index, uint32_t vector, bool armed);
 	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
 	int (*reset)(void *dev);
 	void (*client_gone)(void *dev);
@@ -88,8 +91,8 @@ struct vcxl_io_ops {
 	/* Receive up to len bytes. Received fds are stored in fds[0..*nfds)
 	 * (at most maxfds; more are closed and *ctrunc set, as is a truncated
 	 * control message). Returns bytes, 0 on EOF, -EAGAIN or -errno. */
-	ssize_t (*recv)(void *io, void *buf, size_t len, int *fds, unsigned maxfds,
-			unsigned *nfds, bool *ctrunc);
+	ssize_t (*recv)(void *io, void *buf, size_t len, int *fds, unsigned maxfds, unsigned *nfds,
+			bool *ctrunc);
 	/* Wait until readable (or writable): 0, -ETIMEDOUT or -errno. */
 	int (*wait)(void *io, bool for_write, int timeout_ms);
 };
@@ -108,10 +111,9 @@ int vcxl_sock_accept(int lfd);
 int vcxl_sock_connect(const char *path);
 /* Blocking helpers for clients: send a whole message with fds; receive
  * exactly len bytes, collecting fds (closed beyond maxfds). */
-int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *fds,
-		       unsigned nfds);
-int vcxl_sock_recv_all(int fd, void *buf, size_t len, int *fds, unsigned maxfds,
-		       unsigned *nfds, bool *ctrunc);
+int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *fds, unsigned nfds);
+int vcxl_sock_recv_all(int fd, void *buf, size_t len, int *fds, unsigned maxfds, unsigned *nfds,
+		       bool *ctrunc);
 
 /* Buffer transport (fuzzing, unit tests): input bytes are consumed in order;
  * fds can be queued to arrive with the byte at a given input offset; output
@@ -140,12 +142,12 @@ void vcxl_bufio_fini(struct vcxl_bufio *b);
 /* ---------------------------------------------------------------------- */
 struct vcxl_dma_map {
 	uint64_t iova, size;
-	uint32_t flags;	  /* VFIO_USER_F_DMA_REGION_READ/WRITE */
-	int fd;		  /* -1: no fd, reached through DMA_READ/WRITE messages */
-	uint64_t offset;  /* in fd */
-	void *map_base;	  /* mmap() result (page aligned) or NULL */
+	uint32_t flags;	 /* VFIO_USER_F_DMA_REGION_READ/WRITE */
+	int fd;		 /* -1: no fd, reached through DMA_READ/WRITE messages */
+	uint64_t offset; /* in fd */
+	void *map_base;	 /* mmap() result (page aligned) or NULL */
 	size_t map_len;
-	uint8_t *ptr;	  /* host address of iova, or NULL */
+	uint8_t *ptr; /* host address of iova, or NULL */
 };
 
 struct vcxl_dma_table {

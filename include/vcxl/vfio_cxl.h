@@ -90,6 +90,10 @@ int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, co
 			   size_t len);
 /* IRQs: count of vectors and VFIO_IRQ_INFO_* flags per VFIO IRQ index. */
 int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uint32_t *flags);
+/* The client armed (gave an eventfd to) or disarmed IRQ vector `vector` of
+ * VFIO IRQ index `index`: the host programs the device's own MSI-X entry
+ * (unmask / mask), as vfio-pci does; the guest's table lives in the VMM. */
+int vcxl_vdev_irq_arm(struct vcxl_vdev *v, uint32_t index, uint32_t vector, bool armed);
 /* Install the handler that delivers device interrupts (server wires eventfds). */
 void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque);
 void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void *opaque);

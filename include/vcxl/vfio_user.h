@@ -27,12 +27,12 @@ struct vfio_user_hdr {
 } __attribute__((packed));
 _Static_assert(sizeof(struct vfio_user_hdr) == 16, "vfio-user header is 16 bytes");
 
-#define VFIO_USER_F_TYPE_MASK 0xfu
-#define VFIO_USER_F_TYPE_CMD  0x0u
+#define VFIO_USER_F_TYPE_MASK  0xfu
+#define VFIO_USER_F_TYPE_CMD   0x0u
 #define VFIO_USER_F_TYPE_REPLY 0x1u
-#define VFIO_USER_F_NO_REPLY  (1u << 4)
-#define VFIO_USER_F_ERROR     (1u << 5)
-#define VFIO_USER_F_KNOWN     (VFIO_USER_F_TYPE_MASK | VFIO_USER_F_NO_REPLY | VFIO_USER_F_ERROR)
+#define VFIO_USER_F_NO_REPLY   (1u << 4)
+#define VFIO_USER_F_ERROR      (1u << 5)
+#define VFIO_USER_F_KNOWN      (VFIO_USER_F_TYPE_MASK | VFIO_USER_F_NO_REPLY | VFIO_USER_F_ERROR)
 
 /* vfio-user spec "Commands" */
 enum vfio_user_command {
@@ -64,17 +64,17 @@ struct vfio_user_version {
 } __attribute__((packed));
 
 /* Capability defaults (spec) and the limits QEMU 10.2 accepts */
-#define VFIO_USER_DEF_MAX_MSG_FDS    1
-#define VFIO_USER_DEF_MAX_XFER       (1u << 20)
-#define VFIO_USER_DEF_MAX_DMA_MAPS   65535
-#define VFIO_USER_DEF_PGSIZES        4096ull
-#define VFIO_USER_QEMU_MAX_MSG_FDS   16
-#define VFIO_USER_QEMU_MAX_XFER      (64u << 20)
+#define VFIO_USER_DEF_MAX_MSG_FDS  1
+#define VFIO_USER_DEF_MAX_XFER	   (1u << 20)
+#define VFIO_USER_DEF_MAX_DMA_MAPS 65535
+#define VFIO_USER_DEF_PGSIZES	   4096ull
+#define VFIO_USER_QEMU_MAX_MSG_FDS 16
+#define VFIO_USER_QEMU_MAX_XFER	   (64u << 20)
 
 /* DMA_MAP request (argsz = 32) */
 struct vfio_user_dma_map {
 	uint32_t argsz;
-	uint32_t flags; /* VFIO_USER_F_DMA_REGION_READ/WRITE */
+	uint32_t flags;	 /* VFIO_USER_F_DMA_REGION_READ/WRITE */
 	uint64_t offset; /* offset of the region in the passed fd */
 	uint64_t addr;	 /* IOVA */
 	uint64_t size;

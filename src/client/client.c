@@ -12,14 +12,14 @@
 #include "vcxl/server.h"
 
 #define CLIENT_TIMEOUT_MS 10000
-#define CLIENT_MAX_MAPS   64
-#define CLIENT_MAX_MSG    ((64u << 20) + 4096)
+#define CLIENT_MAX_MAPS	  64
+#define CLIENT_MAX_MSG	  ((64u << 20) + 4096)
 
 /* What QEMU 10.2 proposes (hw/vfio-user/proxy.c caps_json()) */
 static const char qemu_caps[] =
-	"{\"capabilities\":{\"migration\":{\"pgsize\":4096,\"max_bitmap_size\":268435456},"
-	"\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,\"pgsizes\":4096,"
-	"\"max_dma_maps\":65535,\"write_multiple\":true}}";
+    "{\"capabilities\":{\"migration\":{\"pgsize\":4096,\"max_bitmap_size\":268435456},"
+    "\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,\"pgsizes\":4096,"
+    "\"max_dma_maps\":65535,\"write_multiple\":true}}";
 
 struct client_map {
 	uint64_t iova, size;
@@ -202,10 +202,10 @@ static int client_serve_request(struct vcxl_client *c, struct vcxl_client_reply 
 		return client_send_hdr_reply(c, &req->hdr, 0);
 	} else {
 		struct vfio_user_hdr h = {
-			.msg_id = req->hdr.msg_id,
-			.command = req->hdr.command,
-			.msg_size = (uint32_t)(sizeof(h) + sizeof(rw) + rw.count + sizeof(pad)),
-			.flags = VFIO_USER_F_TYPE_REPLY};
+		    .msg_id = req->hdr.msg_id,
+		    .command = req->hdr.command,
+		    .msg_size = (uint32_t)(sizeof(h) + sizeof(rw) + rw.count + sizeof(pad)),
+		    .flags = VFIO_USER_F_TYPE_REPLY};
 		struct iovec iov[4] = {{&h, sizeof(h)},
 				       {&rw, sizeof(rw)},
 				       {m->mem + (rw.addr - m->iova), rw.count},
@@ -258,8 +258,8 @@ static int client_xchg(struct vcxl_client *c, uint16_t cmd, uint32_t flags,
 		       const struct iovec *payload, int npay, const int *fds, unsigned nfds,
 		       struct vcxl_client_reply *rep)
 {
-	struct vfio_user_hdr h = {.msg_id = c->next_id++, .command = cmd,
-				  .flags = VFIO_USER_F_TYPE_CMD | flags};
+	struct vfio_user_hdr h = {
+	    .msg_id = c->next_id++, .command = cmd, .flags = VFIO_USER_F_TYPE_CMD | flags};
 	struct iovec iov[6] = {{&h, sizeof(h)}};
 	int rc;
 
@@ -288,8 +288,8 @@ static int client_xchg(struct vcxl_client *c, uint16_t cmd, uint32_t flags,
 }
 
 /* An exchange whose reply carries no fds and at least min bytes. */
-static int client_call(struct vcxl_client *c, uint16_t cmd, const void *req, size_t len,
-		       void *out, size_t min, size_t max)
+static int client_call(struct vcxl_client *c, uint16_t cmd, const void *req, size_t len, void *out,
+		       size_t min, size_t max)
 {
 	struct iovec iov = {(void *)req, len};
 	struct vcxl_client_reply rep;
@@ -308,8 +308,10 @@ static int client_call(struct vcxl_client *c, uint16_t cmd, const void *req, siz
 int vcxl_client_raw(struct vcxl_client *c, uint16_t cmd, uint32_t flags, const void *payload,
 		    size_t len, const int *fds, unsigned nfds, struct vcxl_client_reply *rep)
 {
-	struct vfio_user_hdr h = {.msg_id = c->next_id++, .command = cmd,
-				  .flags = flags, .msg_size = (uint32_t)(sizeof(h) + len)};
+	struct vfio_user_hdr h = {.msg_id = c->next_id++,
+				  .command = cmd,
+				  .flags = flags,
+				  .msg_size = (uint32_t)(sizeof(h) + len)};
 	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)payload, len}};
 	int rc = client_send(c, iov, len ? 2 : 1, fds, nfds);
 
@@ -367,7 +369,7 @@ int vcxl_client_negotiate(struct vcxl_client *c, const char *json)
 	json_object_object_get_ex(root, "capabilities", &caps);
 	c->caps.max_msg_fds = (uint32_t)json_u64(caps, "max_msg_fds", VFIO_USER_DEF_MAX_MSG_FDS);
 	c->caps.max_data_xfer_size =
-		(uint32_t)json_u64(caps, "max_data_xfer_size", VFIO_USER_DEF_MAX_XFER);
+	    (uint32_t)json_u64(caps, "max_data_xfer_size", VFIO_USER_DEF_MAX_XFER);
 	c->caps.pgsizes = json_u64(caps, "pgsizes", VFIO_USER_DEF_PGSIZES);
 	c->caps.max_dma_maps = (uint32_t)json_u64(caps, "max_dma_maps", VFIO_USER_DEF_MAX_DMA_MAPS);
 	c->caps.write_multiple = caps && json_object_object_get_ex(caps, "write_multiple", &o) &&
@@ -429,8 +431,7 @@ void vcxl_client_close(struct vcxl_client *c)
 	free(c);
 }
 
-int vcxl_client_get_info_argsz(struct vcxl_client *c, uint32_t argsz,
-			       struct vcxl_client_info *info)
+int vcxl_client_get_info_argsz(struct vcxl_client *c, uint32_t argsz, struct vcxl_client_info *info)
 {
 	struct vfio_user_device_info req = {.argsz = argsz}, got;
 	struct iovec iov = {&req, VFIO_USER_DEVICE_INFO_MIN};
@@ -462,7 +463,8 @@ int vcxl_client_get_info_argsz(struct vcxl_client *c, uint32_t argsz,
 				goto out;
 			}
 			memcpy(&h, rep.data + off, sizeof(h));
-			if (h.id == VFIO_DEVICE_INFO_CAP_CXL && rep.len - off >= sizeof(info->cxl)) {
+			if (h.id == VFIO_DEVICE_INFO_CAP_CXL &&
+			    rep.len - off >= sizeof(info->cxl)) {
 				memcpy(&info->cxl, rep.data + off, sizeof(info->cxl));
 				info->has_cxl = true;
 			}
@@ -599,8 +601,8 @@ int vcxl_client_region_read(struct vcxl_client *c, uint32_t index, uint64_t off,
 	return 0;
 }
 
-static int client_region_write(struct vcxl_client *c, uint32_t index, uint64_t off,
-			       const void *buf, size_t len, uint32_t flags)
+static int client_region_write(struct vcxl_client *c, uint32_t index, uint64_t off, const void *buf,
+			       size_t len, uint32_t flags)
 {
 	while (len) {
 		uint32_t n = len > client_xfer_max(c) ? client_xfer_max(c) : (uint32_t)len;
@@ -620,8 +622,8 @@ static int client_region_write(struct vcxl_client *c, uint32_t index, uint64_t o
 	return 0;
 }
 
-int vcxl_client_region_write(struct vcxl_client *c, uint32_t index, uint64_t off,
-			     const void *buf, size_t len)
+int vcxl_client_region_write(struct vcxl_client *c, uint32_t index, uint64_t off, const void *buf,
+			     size_t len)
 {
 	return client_region_write(c, index, off, buf, len, 0);
 }
@@ -652,12 +654,11 @@ int vcxl_client_write64(struct vcxl_client *c, uint32_t index, uint64_t off, uin
 	return vcxl_client_region_write(c, index, off, &v, 8);
 }
 
-int vcxl_client_irq_info(struct vcxl_client *c, uint32_t index, uint32_t *count,
-			 uint32_t *flags)
+int vcxl_client_irq_info(struct vcxl_client *c, uint32_t index, uint32_t *count, uint32_t *flags)
 {
 	struct vfio_irq_info req = {.argsz = sizeof(req), .index = index}, got;
-	int rc = client_call(c, VFIO_USER_DEVICE_GET_IRQ_INFO, &req, sizeof(req), &got,
-			     sizeof(got), sizeof(got));
+	int rc = client_call(c, VFIO_USER_DEVICE_GET_IRQ_INFO, &req, sizeof(req), &got, sizeof(got),
+			     sizeof(got));
 
 	if (rc)
 		return rc;
@@ -669,8 +670,8 @@ int vcxl_client_irq_info(struct vcxl_client *c, uint32_t index, uint32_t *count,
 int vcxl_client_set_irqs(struct vcxl_client *c, uint32_t index, uint32_t flags, uint32_t start,
 			 uint32_t count, const int *fds, unsigned nfds, const uint8_t *bools)
 {
-	struct vfio_irq_set s = {.argsz = sizeof(s), .flags = flags, .index = index,
-				 .start = start, .count = count};
+	struct vfio_irq_set s = {
+	    .argsz = sizeof(s), .flags = flags, .index = index, .start = start, .count = count};
 	struct iovec iov[2] = {{&s, sizeof(s)}, {(void *)bools, bools ? count : 0}};
 	struct vcxl_client_reply rep;
 	int rc;
@@ -683,11 +684,11 @@ int vcxl_client_set_irqs(struct vcxl_client *c, uint32_t index, uint32_t flags, 
 	return rc;
 }
 
-int vcxl_client_dma_map(struct vcxl_client *c, uint64_t iova, uint64_t size, uint32_t flags,
-			int fd, uint64_t offset, void *mem)
+int vcxl_client_dma_map(struct vcxl_client *c, uint64_t iova, uint64_t size, uint32_t flags, int fd,
+			uint64_t offset, void *mem)
 {
-	struct vfio_user_dma_map d = {.argsz = sizeof(d), .flags = flags, .offset = offset,
-				      .addr = iova, .size = size};
+	struct vfio_user_dma_map d = {
+	    .argsz = sizeof(d), .flags = flags, .offset = offset, .addr = iova, .size = size};
 	struct iovec iov = {&d, sizeof(d)};
 	struct vcxl_client_reply rep;
 	int rc;
@@ -706,8 +707,8 @@ int vcxl_client_dma_map(struct vcxl_client *c, uint64_t iova, uint64_t size, uin
 
 int vcxl_client_dma_unmap(struct vcxl_client *c, uint64_t iova, uint64_t size, uint32_t flags)
 {
-	struct vfio_user_dma_unmap d = {.argsz = sizeof(d), .flags = flags, .addr = iova,
-					.size = size};
+	struct vfio_user_dma_unmap d = {
+	    .argsz = sizeof(d), .flags = flags, .addr = iova, .size = size};
 	int rc = client_call(c, VFIO_USER_DMA_UNMAP, &d, sizeof(d), NULL, 0, 0);
 
 	if (rc)

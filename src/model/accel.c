@@ -153,7 +153,7 @@ static int bar_access(struct vcxl_model *m, unsigned bar, uint64_t off, unsigned
 	}
 	if (bar == MODEL_CTRL_BAR) {
 		if (off >= VCXL_MODEL_BAR2_SIZE)
-			return -EINVAL;
+			return model_type3_bar2_access(m, off, len, val, wr);
 		return wr ? vcxl_rf_write(&m->bar2rf, (uint32_t)off, len, *val)
 			  : vcxl_rf_read(&m->bar2rf, (uint32_t)off, len, val);
 	}
@@ -191,7 +191,7 @@ static int m_bar_info(void *dev, unsigned bar, struct vcxl_bar_info *info)
 		info->flags = VCXL_BAR_PRESENT | VCXL_BAR_MEM64;
 		info->fd = m->bar0_fd;
 	} else if (bar == MODEL_CTRL_BAR) {
-		info->size = VCXL_MODEL_BAR2_SIZE;
+		info->size = vcxl_model_bar2_size(m);
 		info->flags = VCXL_BAR_PRESENT;
 	}
 	return 0;
@@ -284,7 +284,8 @@ static int cfg_check(struct vcxl_model_cfg *c)
 		c->decoders = 1;
 	if (c->mem_size % VCXL_SZ_256M || c->decoders > CXL_HDM_MAX_DECODERS_DEVICE ||
 	    vcxl_hdm_count_encode(c->decoders) < 0 || c->comp_at > VCXL_COMP_AT_END ||
-	    c->fw_hpa_base % VCXL_SZ_256M || c->active_timeout_enc > CXL_DVSEC_ACTIVE_TMO_MAX_ENC)
+	    c->fw_hpa_base % VCXL_SZ_256M || c->active_timeout_enc > CXL_DVSEC_ACTIVE_TMO_MAX_ENC ||
+	    c->kind > VCXL_MODEL_TYPE3)
 		return -EINVAL;
 	if (c->firmware_committed && c->fw_hpa_base + c->mem_size < c->fw_hpa_base)
 		return -EINVAL;
@@ -337,14 +338,15 @@ static uint64_t comp_offset(enum vcxl_comp_at at)
 
 /* CDAT: one DSMAS for all device memory, EFI reserved (private accelerator memory).
  * DSMAS flags: none; whether device-coherent HDM-D memory should carry the
- * HW-coherent flag is left open [spec]. */
+ * HW-coherent flag is left open [spec]. A Type-3 expander's memory is EFI
+ * conventional, specific purpose (as QEMU's type3 volatile memory). */
 static int build_cdat(struct vcxl_model *m)
 {
 	struct vcxl_cdat_range r = {
 	    .dpa_base = 0,
 	    .dpa_len = m->mem_size,
 	    .dsmas_flags = 0,
-	    .efi_type = CDAT_DSEMTS_EFI_RESERVED,
+	    .efi_type = model_is_type3(m) ? CDAT_DSEMTS_EFI_CONV_SP : CDAT_DSEMTS_EFI_RESERVED,
 	    .read_lat_ns = 120,
 	    .write_lat_ns = 150,
 	    .read_bw_gbs = 32,
@@ -361,7 +363,8 @@ static int comp_layout(struct vcxl_model *m)
 	    .hdm_cap_flags = CXL_HDM_CAP_IL_11_8 | CXL_HDM_CAP_IL_14_12,
 	    .ras = true,
 	    .link = true,
-	    .hostonly_reset = false, /* Type-2: device-coherent (HDM-D) */
+	    /* Type-2: device-coherent (HDM-D); Type-3: host-only coherent (HDM-H) */
+	    .hostonly_reset = model_is_type3(m),
 	    .dpa_capacity = m->mem_size,
 	};
 	int rc = vcxl_rf_init(&m->comprf, MODEL_COMP_RF_SIZE);
@@ -374,6 +377,8 @@ static int firmware_commit(struct vcxl_model *m)
 {
 	struct vcxl_hdm *h = &m->comp.hdm;
 	struct vcxl_hdm_decoder d = {.base = m->cfg.fw_hpa_base, .size = m->mem_size};
+	if (model_is_type3(m))
+		d.ctrl = CXL_HDM_DEC_CTRL_HOSTONLY;
 	uint32_t dv = MODEL_DVSEC_DEVICE;
 
 	vcxl_rf_update32(h->rf, h->off + CXL_HDM_GLOBAL_CTRL, CXL_HDM_GCTRL_ENABLE,
@@ -412,14 +417,15 @@ int vcxl_model_create(const struct vcxl_model_cfg *cfg, struct vcxl_model **out)
 	m->comp_off = comp_offset(m->cfg.comp_at);
 	m->be.ops = &model_ops;
 	m->be.dev = m;
-	snprintf(m->name, sizeof(m->name), "vcxl-accel %04x:%04x", VCXL_MODEL_VENDOR,
-		 VCXL_MODEL_DEVICE);
+	snprintf(m->name, sizeof(m->name), "vcxl-%s %04x:%04x",
+		 model_is_type3(m) ? "type3" : "accel", VCXL_MODEL_VENDOR, model_device_id(m));
 	rc = open_memory(m);
 	rc = rc ?: open_bar0(m);
 	rc = rc ?: build_cdat(m);
 	rc = rc ?: model_cfg_layout(m);
 	rc = rc ?: comp_layout(m);
 	rc = rc ?: model_bar2_layout(m);
+	rc = rc ?: model_type3_layout(m);
 	if (!rc && m->cfg.firmware_committed)
 		rc = firmware_commit(m);
 	if (rc) {
@@ -447,6 +453,7 @@ void vcxl_model_destroy(struct vcxl_model *m)
 	vcxl_rf_fini(&m->cfgrf);
 	vcxl_rf_fini(&m->comprf);
 	vcxl_rf_fini(&m->bar2rf);
+	model_type3_fini(m);
 	free(m);
 }
 
@@ -478,6 +485,7 @@ int vcxl_model_poll(struct vcxl_model *m)
 {
 	if (m->removed)
 		return -1;
+	model_type3_poll(m);
 	model_refresh_ranges(m);
 	uint64_t now = model_now_ms(), due = m->active_t0_ms + m->cfg.active_delay_ms;
 	if (now >= due)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vcxl/cxl_mbox.h"
 #include "vcxl/cxl_spec.h"
 #include "vcxl/model.h"
 
@@ -20,7 +21,6 @@
 #define MODEL_DVSEC_FLEXBUS 0x180u
 #define MODEL_DOE	    0x1a0u
 #define MODEL_REVISION	    0x01u
-#define MODEL_CLASS	    0x120000u /* processing accelerator */
 #define MODEL_COMP_BAR	    0u
 #define MODEL_CTRL_BAR	    2u
 #define MODEL_CDAT_MAX	    256u
@@ -61,6 +61,12 @@ struct vcxl_model {
 	void *irq_opaque;
 	const struct vcxl_dma_ops *dma;
 	void *dma_opaque;
+
+	/* Type-3 personality only (cfg.kind == VCXL_MODEL_TYPE3): the memory
+	 * device register block in BAR2 and the label storage area */
+	struct vcxl_regfile memdevrf;
+	struct vcxl_memdev memdev;
+	uint8_t lsa[VCXL_MODEL_T3_LSA_SIZE];
 };
 
 uint64_t model_now_ms(void);
@@ -75,6 +81,19 @@ void model_flr(struct vcxl_model *m);
 int model_cxl_reset(struct vcxl_model *m);
 void model_refresh_ranges(struct vcxl_model *m);
 uint16_t model_msix_ctrl(const struct vcxl_model *m);
+
+/* type3.c: the Type-3 personality */
+bool model_is_type3(const struct vcxl_model *m);
+uint16_t model_device_id(const struct vcxl_model *m);
+uint32_t model_class(const struct vcxl_model *m);
+void model_type3_dvsec_cfg(const struct vcxl_model *m, struct vcxl_dvsec_device_cfg *dc);
+int model_type3_layout(struct vcxl_model *m);
+void model_type3_fini(struct vcxl_model *m);
+/* BAR2 access at or above VCXL_MODEL_BAR2_SIZE (memory device block, or 0). */
+int model_type3_bar2_access(struct vcxl_model *m, uint64_t off, unsigned len, uint64_t *val,
+			    bool wr);
+void model_type3_flr(struct vcxl_model *m);
+void model_type3_poll(struct vcxl_model *m);
 
 /* accel_engine.c: BAR2 */
 int model_bar2_layout(struct vcxl_model *m);

@@ -35,17 +35,17 @@
 #define PCIE_LNKCAP2_SPEEDS VCXL_GENMASK(5, 1) /* 2.5 .. 32 GT/s */
 #define MSIX_CTRL_RSVD	    VCXL_GENMASK(13, 11)
 
-static uint64_t bar_size(unsigned bar)
+static uint64_t bar_size(const struct vcxl_model *m, unsigned bar)
 {
-	return bar == MODEL_COMP_BAR ? VCXL_MODEL_BAR0_SIZE : VCXL_MODEL_BAR2_SIZE;
+	return bar == MODEL_COMP_BAR ? VCXL_MODEL_BAR0_SIZE : vcxl_model_bar2_size(m);
 }
 
 /* PCI r3.0 6.2.5.1: BAR address bits below the size read 0, so writing all-ones
  * reads back the size mask. BAR0 is 64-bit (BAR1 holds its upper half), BAR2 32-bit. */
-static int cfg_bars(struct vcxl_regfile *rf)
+static int cfg_bars(const struct vcxl_model *m, struct vcxl_regfile *rf)
 {
-	uint32_t m0 = (uint32_t) ~(bar_size(MODEL_COMP_BAR) - 1) & ~BAR_MEM_FLAGS_MASK;
-	uint32_t m2 = (uint32_t) ~(bar_size(MODEL_CTRL_BAR) - 1) & ~BAR_MEM_FLAGS_MASK;
+	uint32_t m0 = (uint32_t) ~(bar_size(m, MODEL_COMP_BAR) - 1) & ~BAR_MEM_FLAGS_MASK;
+	uint32_t m2 = (uint32_t) ~(bar_size(m, MODEL_CTRL_BAR) - 1) & ~BAR_MEM_FLAGS_MASK;
 	int rc = vcxl_rf_init_val(rf, PCI_BASE_ADDRESS_0, 4, PCI_BASE_ADDRESS_MEM_TYPE_64);
 	rc = rc ?: vcxl_rf_define(rf, PCI_BASE_ADDRESS_0, 4, m0, VCXL_RF_RW);
 	rc = rc ?: vcxl_rf_define(rf, PCI_BASE_ADDRESS_1, 4, ~0u, VCXL_RF_RW);
@@ -56,21 +56,21 @@ static int cfg_bars(struct vcxl_regfile *rf)
 }
 
 /* PCI r3.0 6.2: the type-0 header. */
-static int cfg_header(struct vcxl_regfile *rf)
+static int cfg_header(const struct vcxl_model *m, struct vcxl_regfile *rf)
 {
 	int rc = vcxl_rf_init_val(rf, PCI_VENDOR_ID, 2, VCXL_MODEL_VENDOR);
-	rc = rc ?: vcxl_rf_init_val(rf, PCI_DEVICE_ID, 2, VCXL_MODEL_DEVICE);
+	rc = rc ?: vcxl_rf_init_val(rf, PCI_DEVICE_ID, 2, model_device_id(m));
 	rc = rc ?: vcxl_rf_define(rf, PCI_COMMAND, 2, CMD_RW, VCXL_RF_RW);
 	rc = rc ?: vcxl_rf_define(rf, PCI_COMMAND, 2, CMD_RSVD, VCXL_RF_RSVD);
 	rc = rc ?: vcxl_rf_init_val(rf, PCI_STATUS, 2, PCI_STATUS_CAP_LIST);
 	rc = rc ?: vcxl_rf_define(rf, PCI_STATUS, 2, STATUS_RW1C, VCXL_RF_RW1C);
 	rc = rc ?: vcxl_rf_define(rf, PCI_STATUS, 2, STATUS_RSVD, VCXL_RF_RSVD);
-	rc = rc ?: vcxl_rf_init_val(rf, PCI_CLASS_REVISION, 4, (MODEL_CLASS << 8) | MODEL_REVISION);
+	rc = rc ?: vcxl_rf_init_val(rf, PCI_CLASS_REVISION, 4, (model_class(m) << 8) | MODEL_REVISION);
 	rc = rc ?: vcxl_rf_define(rf, PCI_CACHE_LINE_SIZE, 1, 0xff, VCXL_RF_RW);
 	rc = rc ?: vcxl_rf_init_val(rf, PCI_HEADER_TYPE, 1, PCI_HEADER_TYPE_NORMAL);
-	rc = rc ?: cfg_bars(rf);
+	rc = rc ?: cfg_bars(m, rf);
 	rc = rc ?: vcxl_rf_init_val(rf, PCI_SUBSYSTEM_VENDOR_ID, 2, VCXL_MODEL_VENDOR);
-	rc = rc ?: vcxl_rf_init_val(rf, PCI_SUBSYSTEM_ID, 2, VCXL_MODEL_DEVICE);
+	rc = rc ?: vcxl_rf_init_val(rf, PCI_SUBSYSTEM_ID, 2, model_device_id(m));
 	rc = rc ?: vcxl_rf_init_val(rf, PCI_CAPABILITY_LIST, 1, MODEL_PCIE_CAP);
 	rc = rc ?: vcxl_rf_define(rf, PCI_CAPABILITY_LIST + 1, 2, 0xffff, VCXL_RF_RSVD);
 	rc = rc ?: vcxl_rf_define(rf, PCI_CAPABILITY_LIST + 3, 1, 0xff, VCXL_RF_RSVD);
@@ -234,11 +234,23 @@ static int cfg_cxl_dvsecs(struct vcxl_model *m)
 			    VCXL_FIELD_PREP(CXL_DVSEC_RANGE_ACTIVE_TMO, m->cfg.active_timeout_enc)),
 		 0},
 	};
-	struct vcxl_regloc_entry loc = {MODEL_COMP_BAR, CXL_REGLOC_RBI_COMPONENT, m->comp_off};
+	struct vcxl_regloc_entry loc[] = {
+	    {MODEL_COMP_BAR, CXL_REGLOC_RBI_COMPONENT, m->comp_off},
+	    {MODEL_CTRL_BAR, CXL_REGLOC_RBI_MEMDEV, VCXL_MODEL_T3_MEMDEV_OFF},
+	};
+	uint16_t flexbus = CXL_FLEXBUS_CACHE | CXL_FLEXBUS_IO | CXL_FLEXBUS_MEM |
+			   CXL_FLEXBUS_68B_FLIT_VH;
 
+	/* Type-3: no CXL.cache, and the memory device registers are listed too */
+	if (model_is_type3(m)) {
+		model_type3_dvsec_cfg(m, &dc);
+		flexbus &= (uint16_t)~CXL_FLEXBUS_CACHE;
+	}
 	int rc = vcxl_dvsec_device_layout(&m->dvsec, rf, MODEL_DVSEC_DEVICE, MODEL_DVSEC_REGLOC,
 					  &dc, &dvsec_ops, m);
-	rc = rc ?: vcxl_dvsec_regloc_layout(rf, MODEL_DVSEC_REGLOC, MODEL_DVSEC_GPF, &loc, 1);
+	rc = rc
+		 ?: vcxl_dvsec_regloc_layout(rf, MODEL_DVSEC_REGLOC, MODEL_DVSEC_GPF, loc,
+					     model_is_type3(m) ? 2 : 1);
 	/* GPF phase 2: 100 ms (base 1, scale 100 ms = 5 [spec]), 2 W */
 	rc = rc
 		 ?: vcxl_dvsec_gpf_device_layout(
@@ -247,9 +259,7 @@ static int cfg_cxl_dvsecs(struct vcxl_model *m)
 				   VCXL_FIELD_PREP(CXL_GPF_DEV_PHASE2_SCALE, 5)),
 			2000);
 	rc = rc
-		 ?: vcxl_dvsec_flexbus_layout(rf, MODEL_DVSEC_FLEXBUS, MODEL_DOE,
-					      CXL_FLEXBUS_CACHE | CXL_FLEXBUS_IO | CXL_FLEXBUS_MEM |
-						  CXL_FLEXBUS_68B_FLIT_VH);
+		 ?: vcxl_dvsec_flexbus_layout(rf, MODEL_DVSEC_FLEXBUS, MODEL_DOE, flexbus);
 	rc = rc ?: vcxl_doe_layout(&m->doe, rf, MODEL_DOE, 0, m->cdat, (size_t)m->cdat_len);
 	return rc;
 }
@@ -257,7 +267,7 @@ static int cfg_cxl_dvsecs(struct vcxl_model *m)
 int model_cfg_layout(struct vcxl_model *m)
 {
 	int rc = vcxl_rf_init(&m->cfgrf, MODEL_CFG_SIZE);
-	rc = rc ?: cfg_header(&m->cfgrf);
+	rc = rc ?: cfg_header(m, &m->cfgrf);
 	rc = rc ?: cfg_pcie_cap(m);
 	rc = rc ?: cfg_msix_cap(m);
 	rc = rc ?: cfg_cxl_dvsecs(m);
@@ -279,4 +289,5 @@ void model_flr(struct vcxl_model *m)
 	vcxl_rf_reset_range(&m->cfgrf, dv_end, MODEL_CFG_SIZE - dv_end);
 	vcxl_doe_reset(&m->doe);
 	model_engine_reset(m);
+	model_type3_flr(m);
 }

@@ -242,7 +242,8 @@ static int msix_regs(struct vcxl_model *m)
 int model_bar2_layout(struct vcxl_model *m)
 {
 	int rc = vcxl_rf_init(&m->bar2rf, VCXL_MODEL_BAR2_SIZE);
-	rc = rc ?: engine_regs(m);
+	/* a Type-3 memory expander has no job engine: its registers read 0 */
+	rc = rc ?: (model_is_type3(m) ? 0 : engine_regs(m));
 	rc = rc ?: msix_regs(m);
 	/* MMIO registers of the engine, the MSI-X table and the PBA: DW/QW accesses only */
 	rc = rc ?: vcxl_rf_access_rule(&m->bar2rf, 0, VCXL_MODEL_BAR2_SIZE, VCXL_RF_ACC_DWORD);

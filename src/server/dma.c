@@ -103,7 +103,7 @@ int vcxl_dma_add(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, uint32_
 		 uint64_t offset)
 {
 	struct vcxl_dma_map m = {
-		.iova = iova, .size = size, .flags = flags, .fd = fd, .offset = offset};
+	    .iova = iova, .size = size, .flags = flags, .fd = fd, .offset = offset};
 	unsigned i;
 	int rc;
 

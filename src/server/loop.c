@@ -120,6 +120,16 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
 	return 0;
 }
 
+/* One client per device socket: while it is connected the listener is not
+ * polled, so a further client waits in the listen backlog until it leaves. */
+static void loop_listen_pause(struct vcxl_loop *l, struct loop_dev *d, bool pause)
+{
+	if (pause)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, d->lfd, NULL);
+	else
+		loop_ctl(l, EPOLL_CTL_ADD, d->lfd, EPOLLIN, &d->ltag);
+}
+
 static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
 {
 	if (!d->conn)
@@ -129,6 +139,8 @@ static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
 	d->conn = NULL;
 	close(d->cfd);
 	d->cfd = -1;
+	if (!l->stop)
+		loop_listen_pause(l, d, false);
 	if (why == -ECONNRESET)
 		vcxl_log(VCXL_LOG_INFO, "%s: client disconnected", d->name);
 	else
@@ -137,17 +149,14 @@ static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
 
 static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 {
-	int fd = vcxl_sock_accept(d->lfd);
+	int fd;
 
+	if (d->conn)
+		return;
+	fd = vcxl_sock_accept(d->lfd);
 	if (fd < 0) {
 		if (fd != -EAGAIN)
 			vcxl_log(VCXL_LOG_WARN, "%s: accept: %s", d->name, strerror(-fd));
-		return;
-	}
-	if (d->conn) {
-		vcxl_log(VCXL_LOG_WARN, "%s: refusing a second client (one per device socket)",
-			 d->name);
-		close(fd);
 		return;
 	}
 	d->conn = vcxl_conn_create(&d->cfg, d->ops, d->dev, &vcxl_sock_io_ops, vcxl_sock_io(fd));
@@ -164,6 +173,7 @@ static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 		d->cfd = -1;
 		return;
 	}
+	loop_listen_pause(l, d, true);
 	d->clients++;
 	vcxl_log(VCXL_LOG_INFO, "%s: client connected", d->name);
 }
@@ -308,6 +318,7 @@ void vcxl_loop_destroy(struct vcxl_loop *l)
 {
 	if (!l)
 		return;
+	l->stop = true;
 	for (unsigned i = 0; i < l->n; i++) {
 		struct loop_dev *d = l->devs[i];
 

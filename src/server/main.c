@@ -85,18 +85,18 @@ static int die_opt(const char *opt, const char *val, const char *why)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-		{"socket", required_argument, NULL, 's'},
-		{"mem-size", required_argument, NULL, 'm'},
-		{"region-size", required_argument, NULL, 'r'},
-		{"decoders", required_argument, NULL, 'd'},
-		{"guest-decoders", required_argument, NULL, 'g'},
-		{"comp-at", required_argument, NULL, 'c'},
-		{"firmware-committed", no_argument, NULL, 'f'},
-		{"backing", required_argument, NULL, 'b'},
-		{"devices", required_argument, NULL, 'n'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"socket", required_argument, NULL, 's'},
+	    {"mem-size", required_argument, NULL, 'm'},
+	    {"region-size", required_argument, NULL, 'r'},
+	    {"decoders", required_argument, NULL, 'd'},
+	    {"guest-decoders", required_argument, NULL, 'g'},
+	    {"comp-at", required_argument, NULL, 'c'},
+	    {"firmware-committed", no_argument, NULL, 'f'},
+	    {"backing", required_argument, NULL, 'b'},
+	    {"devices", required_argument, NULL, 'n'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
@@ -176,15 +176,15 @@ struct served {
 static int make_device(const struct opts *o, unsigned i, struct served *s)
 {
 	struct vcxl_model_cfg mc = {
-		.mem_size = o->mem_size,
-		.decoders = o->decoders,
-		.comp_at = o->comp_at,
-		.firmware_committed = o->firmware_committed,
+	    .mem_size = o->mem_size,
+	    .decoders = o->decoders,
+	    .comp_at = o->comp_at,
+	    .firmware_committed = o->firmware_committed,
 	};
 	struct vcxl_vdev_cfg vc = {
-		.region_size = o->region_size,
-		.prefer_firmware = o->firmware_committed,
-		.guest_decoders = o->guest_decoders,
+	    .region_size = o->region_size,
+	    .prefer_firmware = o->firmware_committed,
+	    .guest_decoders = o->guest_decoders,
 	};
 	char err[256] = "";
 	int rc;

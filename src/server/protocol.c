@@ -23,9 +23,9 @@
 
 #include "vcxl/server.h"
 
-#define CONN_BATCH       64
-#define CONN_QUEUE_BYTES (16u << 20)
-#define NUM_IRQ_INDEX    (VFIO_PCI_REQ_IRQ_INDEX + 1)
+#define CONN_BATCH	     64
+#define CONN_QUEUE_BYTES     (16u << 20)
+#define NUM_IRQ_INDEX	     (VFIO_PCI_REQ_IRQ_INDEX + 1)
 #define REGION_INDEX_STD_MAX VFIO_PCI_VGA_REGION_INDEX
 
 struct vcxl_msg {
@@ -69,8 +69,8 @@ struct vcxl_conn {
 	struct vcxl_dma_table dma;
 	struct irq_index irqs[NUM_IRQ_INDEX];
 
-	struct vcxl_msg *rx; /* message being received */
-	size_t rx_have;	     /* bytes of it received (header included) */
+	struct vcxl_msg *rx;		  /* message being received */
+	size_t rx_have;			  /* bytes of it received (header included) */
 	struct vcxl_msg *q_head, *q_tail; /* requests queued during a DMA wait */
 	size_t q_bytes;
 	unsigned q_len;
@@ -143,8 +143,8 @@ static void conn_kill(struct vcxl_conn *c, int err)
 }
 
 /* Queue what could not be sent now; the loop flushes it on EPOLLOUT. */
-static int tx_queue(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, size_t skip,
-		    int fd, unsigned nfds)
+static int tx_queue(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, size_t skip, int fd,
+		    unsigned nfds)
 {
 	struct vcxl_tx *t = calloc(1, sizeof(*t));
 	size_t total = 0, off = 0;
@@ -243,10 +243,10 @@ static int tx_flush_wait(struct vcxl_conn *c, int64_t deadline)
 static void send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply *r)
 {
 	struct vfio_user_hdr h = {
-		.msg_id = m->hdr.msg_id,
-		.command = m->hdr.command,
-		.msg_size = sizeof(h),
-		.flags = VFIO_USER_F_TYPE_REPLY,
+	    .msg_id = m->hdr.msg_id,
+	    .command = m->hdr.command,
+	    .msg_size = sizeof(h),
+	    .flags = VFIO_USER_F_TYPE_REPLY,
 	};
 	struct iovec iov[3] = {{.iov_base = &h, .iov_len = sizeof(h)}};
 	int n = 1;
@@ -373,8 +373,8 @@ static int json_get_u64(struct json_object *caps, const char *key, uint64_t *v, 
 }
 
 /* vfio-user spec "VERSION": the client's capabilities */
-static int version_parse_caps(struct vcxl_conn *c, struct vcxl_msg *m, const char *json,
-			      size_t len, uint64_t *max_fds, uint64_t *max_xfer, uint64_t *pgsizes,
+static int version_parse_caps(struct vcxl_conn *c, struct vcxl_msg *m, const char *json, size_t len,
+			      uint64_t *max_fds, uint64_t *max_xfer, uint64_t *pgsizes,
 			      uint64_t *max_maps, bool *wm)
 {
 	struct json_tokener *tok;
@@ -487,8 +487,7 @@ static int handle_version(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 	reply_payload(r, r->small, sizeof(v) + slen);
 	c->negotiated = true;
 	vcxl_log(VCXL_LOG_INFO, "%s: client negotiated: max_msg_fds %u max_data_xfer_size %u%s",
-		 conn_name(c), c->client_max_fds, c->client_max_xfer,
-		 wm ? " write_multiple" : "");
+		 conn_name(c), c->client_max_fds, c->client_max_xfer, wm ? " write_multiple" : "");
 	return 0;
 }
 
@@ -517,9 +516,8 @@ static int handle_dma_map(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 	}
 	rc = vcxl_dma_add(&c->dma, d.addr, d.size, d.flags, fd, d.offset);
 	if (rc) {
-		proto_err(c, m, "map [0x%llx, +0x%llx) flags 0x%x: %s",
-			  (unsigned long long)d.addr, (unsigned long long)d.size, d.flags,
-			  strerror(-rc));
+		proto_err(c, m, "map [0x%llx, +0x%llx) flags 0x%x: %s", (unsigned long long)d.addr,
+			  (unsigned long long)d.size, d.flags, strerror(-rc));
 		return reply_error(r, -rc);
 	}
 	vcxl_log(VCXL_LOG_DEBUG, "%s: dma map [0x%llx, +0x%llx) flags 0x%x fd %d", conn_name(c),
@@ -687,8 +685,8 @@ static int handle_region_info(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 
 			memcpy(body + 8 + 16 * i, &a, sizeof(a));
 		}
-		next_at = cap_append(r->small, &len, NULL, VFIO_REGION_INFO_CAP_SPARSE_MMAP, 1, body,
-				     8 + 16 * nr);
+		next_at = cap_append(r->small, &len, NULL, VFIO_REGION_INFO_CAP_SPARSE_MMAP, 1,
+				     body, 8 + 16 * nr);
 		last = &next_at;
 	}
 	if (ri.has_type) {
@@ -811,6 +809,23 @@ static void irq_set_fd(int *slot, int fd)
 	*slot = fd;
 }
 
+/* Tell the device's host side whether vector v of index has a trigger fd. */
+static void irq_arm(struct vcxl_conn *c, uint32_t index, uint32_t v, bool armed)
+{
+	if (c->ops->irq_arm)
+		c->ops->irq_arm(c->dev, index, v, armed);
+}
+
+/* After a device reset the device's own vector masks are back to reset
+ * values: arm again every vector the client still has an eventfd on. */
+static void irq_rearm_all(struct vcxl_conn *c)
+{
+	for (uint32_t i = 0; i < NUM_IRQ_INDEX; i++)
+		for (uint32_t v = 0; c->irqs[i].trigger && v < c->irqs[i].count; v++)
+			if (c->irqs[i].trigger[v] >= 0)
+				irq_arm(c, i, v, true);
+}
+
 static void irq_unmask(struct vcxl_conn *c, struct irq_index *q, uint32_t v)
 {
 	q->masked[v] = 0;
@@ -859,6 +874,8 @@ static int handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply
 			return reply_error(r, EINVAL);
 		}
 		for (uint32_t i = 0; i < q->count; i++) {
+			if (q->trigger[i] >= 0)
+				irq_arm(c, s.index, i, false);
 			irq_set_fd(&q->trigger[i], -1);
 			q->masked[i] = q->pending[i] = 0;
 		}
@@ -895,6 +912,8 @@ static int handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply
 			irq_set_fd(act == VFIO_IRQ_SET_ACTION_TRIGGER ? &q->trigger[v]
 								      : &q->notify[v],
 				   fd);
+			if (act == VFIO_IRQ_SET_ACTION_TRIGGER)
+				irq_arm(c, s.index, v, fd >= 0);
 			continue;
 		}
 		if (bools && !bools[i])
@@ -1050,6 +1069,7 @@ static int handle_reset(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r
 		proto_err(c, m, "reset: %s", strerror(-rc));
 		return reply_error(r, -rc);
 	}
+	irq_rearm_all(c);
 	vcxl_log(VCXL_LOG_INFO, "%s: device reset", conn_name(c));
 	return 0;
 }
@@ -1204,8 +1224,8 @@ static int dma_wait_reply(struct vcxl_conn *c, uint16_t id, uint16_t cmd, int64_
 static int dma_msg_xfer(struct vcxl_conn *c, bool write, uint64_t addr, void *buf, uint32_t count)
 {
 	uint16_t cmd = write ? VFIO_USER_DMA_WRITE : VFIO_USER_DMA_READ;
-	struct vfio_user_hdr h = {.msg_id = c->next_id++, .command = cmd,
-				  .flags = VFIO_USER_F_TYPE_CMD};
+	struct vfio_user_hdr h = {
+	    .msg_id = c->next_id++, .command = cmd, .flags = VFIO_USER_F_TYPE_CMD};
 	struct vfio_user_dma_rw rw = {.addr = addr, .count = count};
 	static const uint8_t pad[VFIO_USER_DMA_RW_PAD];
 	int64_t deadline = now_ms() + c->cfg.dma_timeout_ms;
@@ -1312,8 +1332,8 @@ static int conn_dma_write(void *opaque, uint64_t iova, const void *buf, size_t l
 }
 
 static const struct vcxl_dma_ops conn_dma_ops = {
-	.read = conn_dma_read,
-	.write = conn_dma_write,
+    .read = conn_dma_read,
+    .write = conn_dma_write,
 };
 
 static int nodev_dma_read(void *opaque, uint64_t iova, void *buf, size_t len)
@@ -1327,8 +1347,8 @@ static int nodev_dma_write(void *opaque, uint64_t iova, const void *buf, size_t 
 }
 
 static const struct vcxl_dma_ops nodev_dma_ops = {
-	.read = nodev_dma_read,
-	.write = nodev_dma_write,
+    .read = nodev_dma_read,
+    .write = nodev_dma_write,
 };
 
 static void conn_irq(void *opaque, enum vcxl_irq_type type, unsigned vector)

@@ -103,8 +103,10 @@ static ssize_t sock_recvmsg(int fd, void *buf, size_t len, int *fds, unsigned ma
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
 	ssize_t n;
 
 	do {
@@ -148,9 +150,9 @@ static int sock_io_wait(void *io, bool for_write, int timeout_ms)
 }
 
 const struct vcxl_io_ops vcxl_sock_io_ops = {
-	.send = sock_io_send,
-	.recv = sock_io_recv,
-	.wait = sock_io_wait,
+    .send = sock_io_send,
+    .recv = sock_io_recv,
+    .wait = sock_io_wait,
 };
 
 /* A socket file at path that nobody accepts on is stale: remove it. */
@@ -232,8 +234,7 @@ int vcxl_sock_connect(const char *path)
 	return fd;
 }
 
-int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *fds,
-		       unsigned nfds)
+int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *fds, unsigned nfds)
 {
 	struct iovec v[8];
 	int cnt = iovcnt;
@@ -259,14 +260,14 @@ int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *f
 	return 0;
 }
 
-int vcxl_sock_recv_all(int fd, void *buf, size_t len, int *fds, unsigned maxfds,
-		       unsigned *nfds, bool *ctrunc)
+int vcxl_sock_recv_all(int fd, void *buf, size_t len, int *fds, unsigned maxfds, unsigned *nfds,
+		       bool *ctrunc)
 {
 	size_t have = 0;
 
 	while (have < len) {
-		ssize_t n = sock_recvmsg(fd, (char *)buf + have, len - have, fds, maxfds, nfds,
-					 ctrunc, 0);
+		ssize_t n =
+		    sock_recvmsg(fd, (char *)buf + have, len - have, fds, maxfds, nfds, ctrunc, 0);
 
 		if (n < 0)
 			return (int)n;
@@ -378,7 +379,7 @@ static int buf_io_wait(void *io, bool for_write, int timeout_ms)
 }
 
 const struct vcxl_io_ops vcxl_buf_io_ops = {
-	.send = buf_io_send,
-	.recv = buf_io_recv,
-	.wait = buf_io_wait,
+    .send = buf_io_send,
+    .recv = buf_io_recv,
+    .wait = buf_io_wait,
 };

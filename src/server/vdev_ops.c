@@ -23,8 +23,7 @@ static int sdev_region_read(void *dev, uint32_t index, uint64_t off, void *buf, 
 	return vcxl_vdev_region_read(sdev_vdev(dev), index, off, buf, len);
 }
 
-static int sdev_region_write(void *dev, uint32_t index, uint64_t off, const void *buf,
-			     size_t len)
+static int sdev_region_write(void *dev, uint32_t index, uint64_t off, const void *buf, size_t len)
 {
 	return vcxl_vdev_region_write(sdev_vdev(dev), index, off, buf, len);
 }
@@ -37,6 +36,11 @@ static int sdev_irq_info(void *dev, uint32_t index, uint32_t *count, uint32_t *f
 static void sdev_set_irq_handler(void *dev, vcxl_irq_fn fn, void *opaque)
 {
 	vcxl_vdev_set_irq_handler(sdev_vdev(dev), fn, opaque);
+}
+
+static int sdev_irq_arm(void *dev, uint32_t index, uint32_t vector, bool armed)
+{
+	return vcxl_vdev_irq_arm(sdev_vdev(dev), index, vector, armed);
 }
 
 static void sdev_set_dma(void *dev, const struct vcxl_dma_ops *ops, void *opaque)
@@ -74,14 +78,15 @@ static int sdev_poll(void *dev)
 }
 
 const struct vcxl_dev_ops vcxl_sdev_ops = {
-	.get_info = sdev_get_info,
-	.region_info = sdev_region_info,
-	.region_read = sdev_region_read,
-	.region_write = sdev_region_write,
-	.irq_info = sdev_irq_info,
-	.set_irq_handler = sdev_set_irq_handler,
-	.set_dma = sdev_set_dma,
-	.reset = sdev_reset,
-	.client_gone = sdev_client_gone,
-	.poll = sdev_poll,
+    .get_info = sdev_get_info,
+    .region_info = sdev_region_info,
+    .region_read = sdev_region_read,
+    .region_write = sdev_region_write,
+    .irq_info = sdev_irq_info,
+    .set_irq_handler = sdev_set_irq_handler,
+    .irq_arm = sdev_irq_arm,
+    .set_dma = sdev_set_dma,
+    .reset = sdev_reset,
+    .client_gone = sdev_client_gone,
+    .poll = sdev_poll,
 };

@@ -83,9 +83,9 @@ static void decode_header(FILE *f, const uint8_t *c, const struct vcxl_lspci_bar
 		FLAG(sta, PCI_STATUS_CAP_LIST), FLAG(sta, PCI_STATUS_66MHZ),
 		FLAG(sta, PCI_STATUS_UDF), FLAG(sta, PCI_STATUS_FAST_BACK),
 		FLAG(sta, PCI_STATUS_PARITY),
-		(sta & PCI_STATUS_DEVSEL_MASK) == PCI_STATUS_DEVSEL_SLOW	 ? "slow"
+		(sta & PCI_STATUS_DEVSEL_MASK) == PCI_STATUS_DEVSEL_SLOW     ? "slow"
 		: (sta & PCI_STATUS_DEVSEL_MASK) == PCI_STATUS_DEVSEL_MEDIUM ? "medium"
-									       : "fast",
+									     : "fast",
 		FLAG(sta, PCI_STATUS_SIG_TARGET_ABORT), FLAG(sta, PCI_STATUS_REC_TARGET_ABORT),
 		FLAG(sta, PCI_STATUS_REC_MASTER_ABORT), FLAG(sta, PCI_STATUS_SIG_SYSTEM_ERROR),
 		FLAG(sta, PCI_STATUS_DETECTED_PARITY), FLAG(sta, PCI_STATUS_INTERRUPT));
@@ -143,9 +143,9 @@ static void decode_express(FILE *f, const uint8_t *c, unsigned p)
 
 	fprintf(f, "\tCapabilities: [%02x] Express (v%u) %s, MSI %02x\n", p,
 		flags & PCI_EXP_FLAGS_VERS,
-		type == PCI_EXP_TYPE_ENDPOINT	? "Endpoint"
+		type == PCI_EXP_TYPE_ENDPOINT ? "Endpoint"
 		: type == PCI_EXP_TYPE_RC_END ? "Root Complex Integrated Endpoint"
-					       : "Port",
+					      : "Port",
 		(flags & PCI_EXP_FLAGS_IRQ) >> 9);
 	fprintf(f, "\t\tDevCap:\tMaxPayload %u bytes, PhantFunc %u, Latency L0s <%s, L1 <%s\n",
 		128u << (devcap & PCI_EXP_DEVCAP_PAYLOAD), (devcap & PCI_EXP_DEVCAP_PHANTOM) >> 3,
@@ -165,7 +165,8 @@ static void decode_express(FILE *f, const uint8_t *c, unsigned p)
 	fprintf(f, "\t\t\tMaxPayload %u bytes, MaxReadReq %u bytes\n",
 		128u << ((devctl & PCI_EXP_DEVCTL_PAYLOAD) >> 5),
 		128u << ((devctl & PCI_EXP_DEVCTL_READRQ) >> 12));
-	fprintf(f, "\t\tDevSta:\tCorrErr%c NonFatalErr%c FatalErr%c UnsupReq%c AuxPwr%c TransPend%c\n",
+	fprintf(f,
+		"\t\tDevSta:\tCorrErr%c NonFatalErr%c FatalErr%c UnsupReq%c AuxPwr%c TransPend%c\n",
 		FLAG(devsta, PCI_EXP_DEVSTA_CED), FLAG(devsta, PCI_EXP_DEVSTA_NFED),
 		FLAG(devsta, PCI_EXP_DEVSTA_FED), FLAG(devsta, PCI_EXP_DEVSTA_URD),
 		FLAG(devsta, PCI_EXP_DEVSTA_AUXPD), FLAG(devsta, PCI_EXP_DEVSTA_TRPND));
@@ -197,7 +198,9 @@ static void decode_pm(FILE *f, const uint8_t *c, unsigned p)
 
 	fprintf(f, "\tCapabilities: [%02x] Power Management version %u\n", p,
 		pmc & PCI_PM_CAP_VER_MASK);
-	fprintf(f, "\t\tFlags: PMEClk%c DSI%c D1%c D2%c AuxCurrent=0mA PME(D0%c,D1%c,D2%c,D3hot%c,D3cold%c)\n",
+	fprintf(f,
+		"\t\tFlags: PMEClk%c DSI%c D1%c D2%c AuxCurrent=0mA "
+		"PME(D0%c,D1%c,D2%c,D3hot%c,D3cold%c)\n",
 		FLAG(pmc, PCI_PM_CAP_PME_CLOCK), FLAG(pmc, PCI_PM_CAP_DSI),
 		FLAG(pmc, PCI_PM_CAP_D1), FLAG(pmc, PCI_PM_CAP_D2), FLAG(pmc, PCI_PM_CAP_PME_D0),
 		FLAG(pmc, PCI_PM_CAP_PME_D1), FLAG(pmc, PCI_PM_CAP_PME_D2),
@@ -310,8 +313,9 @@ static void decode_cxl_device(FILE *f, const uint8_t *c, unsigned d, unsigned le
 	uint16_t sta2 = rd16(c, d + CXL_DVSEC_STATUS2), lock = rd16(c, d + CXL_DVSEC_LOCK);
 	uint16_t cap2 = rd16(c, d + CXL_DVSEC_CAP2);
 
-	fprintf(f, "\t\tCXLCap:\tCache%c IO%c Mem%c MemHWInit%c HDMCount %u CacheWBI%c CXLReset%c "
-		   "CXLResetTimeout %s CXLResetMemClr%c TSP%c MLD%c Viral%c PMInit%c\n",
+	fprintf(f,
+		"\t\tCXLCap:\tCache%c IO%c Mem%c MemHWInit%c HDMCount %u CacheWBI%c CXLReset%c "
+		"CXLResetTimeout %s CXLResetMemClr%c TSP%c MLD%c Viral%c PMInit%c\n",
 		FLAG(cap, CXL_DVSEC_CAP_CACHE), FLAG(cap, CXL_DVSEC_CAP_IO),
 		FLAG(cap, CXL_DVSEC_CAP_MEM), FLAG(cap, CXL_DVSEC_CAP_MEM_HWINIT),
 		(unsigned)VCXL_FIELD_GET(CXL_DVSEC_CAP_HDM_COUNT, cap),
@@ -320,8 +324,9 @@ static void decode_cxl_device(FILE *f, const uint8_t *c, unsigned d, unsigned le
 		FLAG(cap, CXL_DVSEC_CAP_RESET_MEMCLR), FLAG(cap, CXL_DVSEC_CAP_TSP),
 		FLAG(cap, CXL_DVSEC_CAP_MLD), FLAG(cap, CXL_DVSEC_CAP_VIRAL),
 		FLAG(cap, CXL_DVSEC_CAP_PM_INIT));
-	fprintf(f, "\t\tCXLCtl:\tCache%c IO%c Mem%c CacheSFCov %u CacheSFGran %u CacheClean%c "
-		   "P2PMem%c Viral%c\n",
+	fprintf(f,
+		"\t\tCXLCtl:\tCache%c IO%c Mem%c CacheSFCov %u CacheSFGran %u CacheClean%c "
+		"P2PMem%c Viral%c\n",
 		FLAG(ctl, CXL_DVSEC_CTRL_CACHE_EN), FLAG(ctl, CXL_DVSEC_CTRL_IO_EN),
 		FLAG(ctl, CXL_DVSEC_CTRL_MEM_EN),
 		(unsigned)VCXL_FIELD_GET(CXL_DVSEC_CTRL_SF_COVERAGE, ctl),
@@ -329,20 +334,24 @@ static void decode_cxl_device(FILE *f, const uint8_t *c, unsigned d, unsigned le
 		FLAG(ctl, CXL_DVSEC_CTRL_CLEAN_EVICT), FLAG(ctl, CXL_DVSEC_CTRL_P2P_MEM_EN),
 		FLAG(ctl, CXL_DVSEC_CTRL_VIRAL_EN));
 	fprintf(f, "\t\tCXLSta:\tViral%c\n", FLAG(sta, CXL_DVSEC_STATUS_VIRAL));
-	fprintf(f, "\t\tCXLCtl2:\tDisableCaching%c InitCacheWB&Inval%c InitCXLReset%c "
-		   "CXLResetMemClr%c DesiredVolatileHDMStateAfterHotReset%c "
-		   "ModifiedCompletionEnable%c\n",
-		FLAG(ctl2, CXL_DVSEC_CTRL2_DISABLE_CACHE), FLAG(ctl2, CXL_DVSEC_CTRL2_INIT_CACHE_WBI),
-		FLAG(ctl2, CXL_DVSEC_CTRL2_INIT_RESET), FLAG(ctl2, CXL_DVSEC_CTRL2_RESET_MEMCLR),
-		FLAG(ctl2, CXL_DVSEC_CTRL2_HDM_HOT_STATE), FLAG(ctl2, CXL_DVSEC_CTRL2_MOD_COMPL_EN));
-	fprintf(f, "\t\tCXLSta2:\tCacheInvalid%c CXLResetComplete%c CXLResetError%c "
-		   "VolatileHDMPreservationError%c PMInitComplete%c\n",
+	fprintf(f,
+		"\t\tCXLCtl2:\tDisableCaching%c InitCacheWB&Inval%c InitCXLReset%c "
+		"CXLResetMemClr%c DesiredVolatileHDMStateAfterHotReset%c "
+		"ModifiedCompletionEnable%c\n",
+		FLAG(ctl2, CXL_DVSEC_CTRL2_DISABLE_CACHE),
+		FLAG(ctl2, CXL_DVSEC_CTRL2_INIT_CACHE_WBI), FLAG(ctl2, CXL_DVSEC_CTRL2_INIT_RESET),
+		FLAG(ctl2, CXL_DVSEC_CTRL2_RESET_MEMCLR), FLAG(ctl2, CXL_DVSEC_CTRL2_HDM_HOT_STATE),
+		FLAG(ctl2, CXL_DVSEC_CTRL2_MOD_COMPL_EN));
+	fprintf(f,
+		"\t\tCXLSta2:\tCacheInvalid%c CXLResetComplete%c CXLResetError%c "
+		"VolatileHDMPreservationError%c PMInitComplete%c\n",
 		FLAG(sta2, CXL_DVSEC_STATUS2_CACHE_INV), FLAG(sta2, CXL_DVSEC_STATUS2_RESET_DONE),
 		FLAG(sta2, CXL_DVSEC_STATUS2_RESET_ERR), FLAG(sta2, CXL_DVSEC_STATUS2_HDM_PRES_ERR),
 		FLAG(sta2, CXL_DVSEC_STATUS2_PM_INIT_DONE));
 	fprintf(f, "\t\tCXLLock:\tConfigLock%c\n", FLAG(lock, CXL_DVSEC_LOCK_CONFIG));
-	fprintf(f, "\t\tCXLCap2:\tCacheUnit %u CacheSize %u FallbackCapability %u "
-		   "ModifiedCompletion%c\n",
+	fprintf(f,
+		"\t\tCXLCap2:\tCacheUnit %u CacheSize %u FallbackCapability %u "
+		"ModifiedCompletion%c\n",
 		(unsigned)VCXL_FIELD_GET(CXL_DVSEC_CAP2_CACHE_UNIT, cap2),
 		(unsigned)VCXL_FIELD_GET(CXL_DVSEC_CAP2_CACHE_SIZE, cap2),
 		(unsigned)VCXL_FIELD_GET(CXL_DVSEC_CAP2_FALLBACK, cap2),
@@ -352,9 +361,10 @@ static void decode_cxl_device(FILE *f, const uint8_t *c, unsigned d, unsigned le
 	if (len >= CXL_DVSEC_DEVICE_LEN) {
 		uint16_t cap3 = rd16(c, d + CXL_DVSEC_CAP3);
 
-		fprintf(f, "\t\tCXLCap3:\tDefaultVolatileHDMStateAfterColdReset%c "
-			   "...WarmReset%c ...HotReset%c HotResetConfigurable%c "
-			   "DirectP2PMem%c\n",
+		fprintf(f,
+			"\t\tCXLCap3:\tDefaultVolatileHDMStateAfterColdReset%c "
+			"...WarmReset%c ...HotReset%c HotResetConfigurable%c "
+			"DirectP2PMem%c\n",
 			FLAG(cap3, CXL_DVSEC_CAP3_COLD_HDM), FLAG(cap3, CXL_DVSEC_CAP3_WARM_HDM),
 			FLAG(cap3, CXL_DVSEC_CAP3_HOT_HDM), FLAG(cap3, CXL_DVSEC_CAP3_HOT_CONFIG),
 			FLAG(cap3, CXL_DVSEC_CAP3_P2P_MEM));
@@ -385,8 +395,8 @@ static const char *regloc_name(unsigned id)
 static void decode_regloc(FILE *f, const uint8_t *c, unsigned d, unsigned len)
 {
 	unsigned n = len > CXL_REGLOC_FIRST_ENTRY
-			     ? (len - CXL_REGLOC_FIRST_ENTRY) / CXL_REGLOC_ENTRY_SIZE
-			     : 0;
+			 ? (len - CXL_REGLOC_FIRST_ENTRY) / CXL_REGLOC_ENTRY_SIZE
+			 : 0;
 
 	for (unsigned k = 0; k < n; k++) {
 		struct vcxl_regloc_entry e;
@@ -398,8 +408,8 @@ static void decode_regloc(FILE *f, const uint8_t *c, unsigned d, unsigned len)
 	}
 }
 
-static const char *const gpf_scale[] = {"1us",	"10us", "100us", "1ms",
-					"10ms", "100ms", "1s",	 "10s"};
+static const char *const gpf_scale[] = {"1us",	"10us",	 "100us", "1ms",
+					"10ms", "100ms", "1s",	  "10s"};
 
 /* CXL r3.1 8.1.7 [spec] */
 static void decode_gpf(FILE *f, const uint8_t *c, unsigned d)
@@ -470,10 +480,10 @@ static void decode_dvsec(FILE *f, const uint8_t *c, unsigned p, unsigned ver)
 	unsigned len = (unsigned)VCXL_FIELD_GET(PCIE_DVSEC_HDR1_LEN, h1);
 	unsigned id = rd16(c, p + PCIE_DVSEC_HEADER2);
 
-	fprintf(f, "\tCapabilities: [%03x v%u] Designated Vendor-Specific: Vendor=%04x ID=%04x "
-		   "Rev=%u Len=%u: %s\n",
-		p, ver, vendor, id, rev, len,
-		vendor == CXL_VENDOR_ID ? dvsec_name(id) : "Unknown");
+	fprintf(f,
+		"\tCapabilities: [%03x v%u] Designated Vendor-Specific: Vendor=%04x ID=%04x "
+		"Rev=%u Len=%u: %s\n",
+		p, ver, vendor, id, rev, len, vendor == CXL_VENDOR_ID ? dvsec_name(id) : "Unknown");
 	if (vendor != CXL_VENDOR_ID)
 		return;
 	switch (id) {
@@ -530,18 +540,19 @@ static void decode_ext_caps(FILE *f, const uint8_t *c)
 			break;
 		case PCI_EXT_CAP_ID_ERR:
 			fprintf(f, "\tCapabilities: [%03x v%u] Advanced Error Reporting\n", p, ver);
-			fprintf(f, "\t\tUESta: %08x UEMsk: %08x UESvrt: %08x CESta: %08x CEMsk: %08x\n",
-				rd32(c, p + PCI_ERR_UNCOR_STATUS), rd32(c, p + PCI_ERR_UNCOR_MASK),
-				rd32(c, p + PCI_ERR_UNCOR_SEVER), rd32(c, p + PCI_ERR_COR_STATUS),
-				rd32(c, p + PCI_ERR_COR_MASK));
+			fprintf(
+			    f, "\t\tUESta: %08x UEMsk: %08x UESvrt: %08x CESta: %08x CEMsk: %08x\n",
+			    rd32(c, p + PCI_ERR_UNCOR_STATUS), rd32(c, p + PCI_ERR_UNCOR_MASK),
+			    rd32(c, p + PCI_ERR_UNCOR_SEVER), rd32(c, p + PCI_ERR_COR_STATUS),
+			    rd32(c, p + PCI_ERR_COR_MASK));
 			break;
 		case PCI_EXT_CAP_ID_DSN:
 			fprintf(f, "\tCapabilities: [%03x v%u] Device Serial Number %08x%08x\n", p,
 				ver, rd32(c, p + 8), rd32(c, p + 4));
 			break;
 		default:
-			fprintf(f, "\tCapabilities: [%03x v%u] Extended Capability ID %#x\n", p, ver,
-				id);
+			fprintf(f, "\tCapabilities: [%03x v%u] Extended Capability ID %#x\n", p,
+				ver, id);
 			break;
 		}
 		p = (unsigned)VCXL_FIELD_GET(PCIE_EXT_CAP_NEXT_MASK, h) & ~3u;

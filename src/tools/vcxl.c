@@ -26,8 +26,8 @@
 #include "vcxl/server.h"
 #include "lspci.h"
 
-#define CFG_SIZE        4096
-#define COMMIT_POLL_MS  1000
+#define CFG_SIZE       4096
+#define COMMIT_POLL_MS 1000
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -44,17 +44,18 @@ static int fail(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: vcxl COMMAND SOCKET [OPTIONS]\n"
-		"  info SOCKET [--json]      device flags, CXL capability, regions, IRQs\n"
-		"  lspci SOCKET              config space decoded as lspci -vvv does\n"
-		"  hdm SOCKET [--json]       virtual HDM decoders (read through BAR accesses)\n"
-		"  commit SOCKET --decoder N --base ADDR --size SIZE\n"
-		"                            program and commit an HDM decoder like Linux does\n"
-		"  decommit SOCKET --decoder N\n"
-		"  memtest SOCKET [--size SIZE]  pattern test of the CXL region (mmap + REGION_READ)\n"
-		"  reset SOCKET              DEVICE_RESET\n"
-		"SIZE and ADDR take K/M/G/T suffixes.\n");
+	fprintf(
+	    f,
+	    "Usage: vcxl COMMAND SOCKET [OPTIONS]\n"
+	    "  info SOCKET [--json]      device flags, CXL capability, regions, IRQs\n"
+	    "  lspci SOCKET              config space decoded as lspci -vvv does\n"
+	    "  hdm SOCKET [--json]       virtual HDM decoders (read through BAR accesses)\n"
+	    "  commit SOCKET --decoder N --base ADDR --size SIZE\n"
+	    "                            program and commit an HDM decoder like Linux does\n"
+	    "  decommit SOCKET --decoder N\n"
+	    "  memtest SOCKET [--size SIZE]  pattern test of the CXL region (mmap + REGION_READ)\n"
+	    "  reset SOCKET              DEVICE_RESET\n"
+	    "SIZE and ADDR take K/M/G/T suffixes.\n");
 }
 
 struct ctx {
@@ -135,7 +136,8 @@ static int cmd_info(struct ctx *x, bool json)
 			       "comp_offset 0x%llx comp_size 0x%llx region_index %u region_size "
 			       "0x%llx firmware_committed %s cache_capable %s\n",
 			       cx->hdm_count, cx->hdm_bar, (unsigned long long)cx->hdm_offset,
-			       (unsigned long long)cx->hdm_size, (unsigned long long)cx->comp_offset,
+			       (unsigned long long)cx->hdm_size,
+			       (unsigned long long)cx->comp_offset,
 			       (unsigned long long)cx->comp_size, cx->region_index,
 			       (unsigned long long)cx->region_size,
 			       cx->flags & VFIO_CXL_CAP_FIRMWARE_COMMITTED ? "yes" : "no",
@@ -154,20 +156,22 @@ static int cmd_info(struct ctx *x, bool json)
 
 		json_object_object_add(j, "hdm_count", json_object_new_int(cx->hdm_count));
 		json_object_object_add(j, "hdm_bar", json_object_new_int(cx->hdm_bar));
-		json_object_object_add(j, "hdm_offset", json_object_new_int64((int64_t)cx->hdm_offset));
+		json_object_object_add(j, "hdm_offset",
+				       json_object_new_int64((int64_t)cx->hdm_offset));
 		json_object_object_add(j, "hdm_size", json_object_new_int64((int64_t)cx->hdm_size));
 		json_object_object_add(j, "comp_offset",
 				       json_object_new_int64((int64_t)cx->comp_offset));
-		json_object_object_add(j, "comp_size", json_object_new_int64((int64_t)cx->comp_size));
+		json_object_object_add(j, "comp_size",
+				       json_object_new_int64((int64_t)cx->comp_size));
 		json_object_object_add(j, "region_index", json_object_new_int64(cx->region_index));
 		json_object_object_add(j, "region_size",
 				       json_object_new_int64((int64_t)cx->region_size));
-		json_object_object_add(j, "firmware_committed",
-				       json_object_new_boolean(cx->flags &
-							       VFIO_CXL_CAP_FIRMWARE_COMMITTED));
-		json_object_object_add(j, "cache_capable",
-				       json_object_new_boolean(cx->flags &
-							       VFIO_CXL_CAP_CACHE_CAPABLE));
+		json_object_object_add(
+		    j, "firmware_committed",
+		    json_object_new_boolean(cx->flags & VFIO_CXL_CAP_FIRMWARE_COMMITTED));
+		json_object_object_add(
+		    j, "cache_capable",
+		    json_object_new_boolean(cx->flags & VFIO_CXL_CAP_CACHE_CAPABLE));
 		json_object_object_add(root, "cxl", j);
 	}
 	for (uint32_t i = 0; i < x->info.num_regions; i++) {
@@ -190,8 +194,8 @@ static int cmd_info(struct ctx *x, bool json)
 		json_object_object_add(j, "size", json_object_new_int64((int64_t)ri.size));
 		json_object_object_add(j, "flags", json_object_new_int64(ri.flags));
 		json_object_object_add(j, "offset", json_object_new_int64((int64_t)ri.offset));
-		json_object_object_add(j, "mmap",
-				       json_object_new_boolean(ri.flags & VFIO_REGION_INFO_FLAG_MMAP));
+		json_object_object_add(
+		    j, "mmap", json_object_new_boolean(ri.flags & VFIO_REGION_INFO_FLAG_MMAP));
 		for (unsigned k = 0; k < ri.nr_sparse; k++) {
 			struct json_object *a = json_object_new_object();
 
@@ -222,9 +226,10 @@ static int cmd_info(struct ctx *x, bool json)
 			       (unsigned long long)(ri.sparse[k].offset + ri.sparse[k].size));
 		if (ri.has_type)
 			printf(" type 0x%x subtype 0x%x%s", ri.type, ri.subtype,
-			       ri.type == VFIO_REGION_TYPE_CXL && ri.subtype == VFIO_REGION_SUBTYPE_CXL
-				       ? " (CXL region)"
-				       : "");
+			       ri.type == VFIO_REGION_TYPE_CXL &&
+				       ri.subtype == VFIO_REGION_SUBTYPE_CXL
+				   ? " (CXL region)"
+				   : "");
 		printf("\n");
 	}
 	for (uint32_t i = 0; i < x->info.num_irqs; i++) {
@@ -360,11 +365,13 @@ static int cmd_hdm(struct ctx *x, bool json)
 	root = json_object_new_object();
 	arr = json_object_new_array();
 	json_object_object_add(root, "bar", json_object_new_int(x->info.cxl.hdm_bar));
-	json_object_object_add(root, "offset", json_object_new_int64((int64_t)x->info.cxl.hdm_offset));
+	json_object_object_add(root, "offset",
+			       json_object_new_int64((int64_t)x->info.cxl.hdm_offset));
 	json_object_object_add(root, "cap", json_object_new_int64(cap));
 	json_object_object_add(root, "decoder_count", json_object_new_int((int)n));
-	json_object_object_add(root, "target_count",
-			       json_object_new_int((int)VCXL_FIELD_GET(CXL_HDM_CAP_TARGET_COUNT, cap)));
+	json_object_object_add(
+	    root, "target_count",
+	    json_object_new_int((int)VCXL_FIELD_GET(CXL_HDM_CAP_TARGET_COUNT, cap)));
 	json_object_object_add(root, "enabled",
 			       json_object_new_boolean(gctl & CXL_HDM_GCTRL_ENABLE));
 	json_object_object_add(root, "poison_enabled",
@@ -397,13 +404,14 @@ static int cmd_hdm(struct ctx *x, bool json)
 		json_object_object_add(j, "size", json_object_new_int64((int64_t)d.size));
 		json_object_object_add(j, "skip", json_object_new_int64((int64_t)d.skip));
 		json_object_object_add(j, "ctrl", json_object_new_int64(d.ctrl));
-		json_object_object_add(j, "committed",
-				       json_object_new_boolean(d.ctrl & CXL_HDM_DEC_CTRL_COMMITTED));
-		json_object_object_add(j, "commit_error",
-				       json_object_new_boolean(d.ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR));
-		json_object_object_add(j, "lock_on_commit",
-				       json_object_new_boolean(d.ctrl &
-							       CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT));
+		json_object_object_add(
+		    j, "committed", json_object_new_boolean(d.ctrl & CXL_HDM_DEC_CTRL_COMMITTED));
+		json_object_object_add(
+		    j, "commit_error",
+		    json_object_new_boolean(d.ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR));
+		json_object_object_add(
+		    j, "lock_on_commit",
+		    json_object_new_boolean(d.ctrl & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT));
 		json_object_object_add(j, "hostonly",
 				       json_object_new_boolean(d.ctrl & CXL_HDM_DEC_CTRL_HOSTONLY));
 		json_object_object_add(j, "iw", json_object_new_int((int)iw));
@@ -570,7 +578,8 @@ static int cmd_decommit(struct ctx *x, unsigned n)
 		return fail("decoder %u: %s", n, strerror(-rc));
 	if (ctrl & CXL_HDM_DEC_CTRL_COMMITTED)
 		return fail("decoder %u: still committed (ctrl 0x%08x); decommit decoders "
-			    "above it first", n, ctrl);
+			    "above it first",
+			    n, ctrl);
 	printf("decoder %u decommitted\n", n);
 	return 0;
 }
@@ -680,9 +689,9 @@ static int parse_u64(const char *opt, const char *s, uint64_t *v)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{"json", no_argument, NULL, 'j'},	  {"decoder", required_argument, NULL, 'd'},
-		{"base", required_argument, NULL, 'b'},	  {"size", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},	  {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},	    {"decoder", required_argument, NULL, 'd'},
+	    {"base", required_argument, NULL, 'b'}, {"size", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
 	};
 	const char *cmd, *sock;
 	bool json = false, have_dec = false, have_base = false, have_size = false;

@@ -88,11 +88,44 @@ static int msix_holes(struct vcxl_vdev *v)
 		return rc;
 	uint64_t nvec = (flags & PCI_MSIX_FLAGS_QSIZE) + 1;
 	unsigned tb = table & PCI_MSIX_TABLE_BIR, pb = pba & PCI_MSIX_PBA_BIR;
+	v->msix_nvec = (unsigned)nvec;
+	v->msix_bar = tb;
+	v->msix_table_off = table & PCI_MSIX_TABLE_OFFSET;
+	v->msix_table_len = nvec * PCI_MSIX_ENTRY_SIZE;
+	v->pba_bar = pb;
+	v->pba_off = pba & PCI_MSIX_PBA_OFFSET;
+	v->pba_len = ((nvec + 63) / 64) * 8;
 	if (tb < VCXL_NUM_BARS)
-		hole_add(&v->bar[tb], table & PCI_MSIX_TABLE_OFFSET, nvec * PCI_MSIX_ENTRY_SIZE);
+		hole_add(&v->bar[tb], v->msix_table_off, v->msix_table_len);
 	if (pb < VCXL_NUM_BARS)
-		hole_add(&v->bar[pb], pba & PCI_MSIX_PBA_OFFSET, ((nvec + 63) / 64) * 8);
+		hole_add(&v->bar[pb], v->pba_off, v->pba_len);
 	return 0;
+}
+
+/* Does [off, off+len) of bar touch the device's MSI-X table or PBA? */
+static bool msix_overlap(const struct vcxl_vdev *v, unsigned bar, uint64_t off, size_t len)
+{
+	if (!v->msix_cap)
+		return false;
+	if (bar == v->msix_bar && off < v->msix_table_off + v->msix_table_len &&
+	    v->msix_table_off < off + len)
+		return true;
+	return bar == v->pba_bar && off < v->pba_off + v->pba_len && v->pba_off < off + len;
+}
+
+/*
+ * The guest's MSI-X table lives in the VMM; the device's table is the host's,
+ * as with vfio-pci: arming vector n (the client gave it an eventfd) unmasks
+ * the device's entry, disarming masks it. PCI 3.0 6.8.2.9.
+ */
+int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed)
+{
+	if (!v->msix_cap || vector >= v->msix_nvec || v->msix_bar >= VCXL_NUM_BARS)
+		return -EINVAL;
+	uint64_t off =
+	    v->msix_table_off + (uint64_t)vector * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL;
+	return v->be->ops->bar_write(v->be->dev, v->msix_bar, off, 4,
+				     armed ? 0 : PCI_MSIX_ENTRY_CTRL_MASKBIT);
 }
 
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
@@ -193,6 +226,10 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 			put_le(p8, 4, val);
 		return rc;
 	}
+	/* PCI 3.0 6.8.2: the device's MSI-X table and PBA are host-owned: the
+	 * guest's writes are dropped, its reads of them pass (QEMU reads the PBA) */
+	if (write && msix_overlap(v, bar, off, len))
+		return 0;
 	for (uint64_t p = off; p < off + len;) {
 		size_t left = off + len - p;
 		/* never let one access straddle the component block edge */

@@ -259,6 +259,13 @@ int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uin
 	}
 }
 
+int vcxl_vdev_irq_arm(struct vcxl_vdev *v, uint32_t index, uint32_t vector, bool armed)
+{
+	if (index != VFIO_PCI_MSIX_IRQ_INDEX)
+		return index == VFIO_PCI_MSI_IRQ_INDEX ? 0 : -EINVAL;
+	return vbar_msix_arm(v, vector, armed);
+}
+
 void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque)
 {
 	if (v->be->ops->set_irq_handler)
@@ -297,8 +304,11 @@ int vcxl_vdev_reset(struct vcxl_vdev *v)
 	return rc;
 }
 
+/* The client's eventfds are gone: every device MSI-X entry back to masked. */
 void vcxl_vdev_client_gone(struct vcxl_vdev *v)
 {
+	for (unsigned n = 0; n < v->msix_nvec; n++)
+		vbar_msix_arm(v, n, false);
 	vdev_virtual_restore(v);
 }
 

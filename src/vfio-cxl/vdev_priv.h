@@ -63,6 +63,9 @@ struct vcxl_vdev {
 	uint8_t *cdat;
 	size_t cdat_len;
 	uint32_t pcie_cap, msix_cap; /* 0 = absent */
+	/* the device's MSI-X table and PBA: host-owned, as vfio-pci keeps them */
+	unsigned msix_bar, pba_bar, msix_nvec;
+	uint64_t msix_table_off, msix_table_len, pba_off, pba_len;
 	bool flr_capable;
 	bool pending_cxl_reset;
 
@@ -111,5 +114,6 @@ void vcomp_reset(struct vcxl_vdev *v, bool full);
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen);
 int vbar_region_info(struct vcxl_vdev *v, unsigned bar, struct vcxl_vregion_info *ri);
 int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *buf, size_t len);
+int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed);
 
 #endif /* VCXL_VDEV_PRIV_H */

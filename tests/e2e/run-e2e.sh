@@ -15,7 +15,7 @@
 # Environment:
 #   VCXL_QEMU          QEMU binary (default: see qemu-find.sh)
 #   VCXL_E2E_CACHE     kernel/initramfs cache (default ~/.cache/vcxl-e2e)
-#   VCXL_E2E_BOOTS     boots to run (default "nodev plain cxl")
+#   VCXL_E2E_BOOTS     boots to run (default "nodev plain cxl"; "iommu" is extra, see docs/qemu.md)
 #   VCXL_E2E_TIMEOUT   hard timeout per QEMU run, seconds (default 300)
 #   VCXL_E2E_SERVER_ARGS  extra vcxl-server options
 # Logs: BUILDDIR/e2e/<boot>.{console,server,qemu-cmd}.log
@@ -25,6 +25,7 @@ BUILD=$(cd "${1:-build}" && pwd)
 LOGDIR="$BUILD/e2e"
 SERVER="$BUILD/src/tools/vcxl-server"
 [ -x "$SERVER" ] || [ ! -x "$BUILD/src/server/vcxl-server" ] || SERVER="$BUILD/src/server/vcxl-server"
+CLI="$BUILD/src/tools/vcxl"
 BOOTS=${VCXL_E2E_BOOTS:-nodev plain cxl}
 QEMU_TIMEOUT=${VCXL_E2E_TIMEOUT:-300}
 MEM_SIZE=$((256 << 20))
@@ -163,6 +164,8 @@ run_boot() { # run_boot NAME
 			return
 		fi
 		tap OK "$name: vcxl-server listens on its socket"
+		# the CXL capability as a client sees it before the guest (host region facts)
+		[ -x "$CLI" ] && "$CLI" info "$sock" > "$LOGDIR/$name.info-before.log" 2>&1
 	fi
 
 	append="console=ttyS0 panic=-1 quiet"
@@ -262,6 +265,7 @@ check_host() { # check_host NAME CONSOLE SERVERLOG MEMFILE
 	else
 		tap FAIL "$name: host sees the guest's FILL in device memory (no HOSTCHECK line)"
 	fi
+	check_cli "$name" "$TMP/vcxl.sock"
 	# the server must survive the guest and stop cleanly on SIGTERM
 	if kill -0 "$SPID" 2>/dev/null; then
 		tap OK "$name: vcxl-server still running after the guest powered off"
@@ -298,6 +302,38 @@ check_host() { # check_host NAME CONSOLE SERVERLOG MEMFILE
 		tap OK "$name: server logged no protocol error"
 	fi
 	check_host_decoder "$name" "$slog"
+}
+
+# After the guest: a second client (the vcxl CLI) sees the same CXL region, virtual decoders
+# back at their reset state, and a working CXL region (memtest: mmap + REGION_READ agree).
+check_cli() { # check_cli NAME SOCK
+	local name=$1 sock=$2 before after
+	if [ ! -x "$CLI" ]; then
+		tap SKIP "$name: vcxl CLI checks after the guest" "$CLI not built"
+		return
+	fi
+	"$CLI" info "$sock" > "$LOGDIR/$name.info-after.log" 2>&1
+	before=$(grep '^cxl:' "$LOGDIR/$name.info-before.log" 2>/dev/null)
+	after=$(grep '^cxl:' "$LOGDIR/$name.info-after.log")
+	if [ -n "$after" ] && [ "$before" = "$after" ]; then
+		tap OK "$name: CXL capability unchanged by the guest ($after)"
+	else
+		tap FAIL "$name: CXL capability unchanged by the guest"
+		printf 'before: %s\nafter:  %s\n' "$before" "$after" | diag
+	fi
+	if "$CLI" hdm "$sock" > "$LOGDIR/$name.hdm-after.log" 2>&1 &&
+		! grep -q 'Committed+' "$LOGDIR/$name.hdm-after.log"; then
+		tap OK "$name: next client sees the virtual decoders reset"
+	else
+		tap FAIL "$name: next client sees the virtual decoders reset"
+	fi
+	diag < "$LOGDIR/$name.hdm-after.log"
+	if "$CLI" memtest "$sock" --size 16M > "$LOGDIR/$name.memtest.log" 2>&1; then
+		tap OK "$name: CXL region memtest after the guest ($(tail -1 "$LOGDIR/$name.memtest.log"))"
+	else
+		tap FAIL "$name: CXL region memtest after the guest"
+		diag < "$LOGDIR/$name.memtest.log"
+	fi
 }
 
 # The host's physical decoder (the CXL region the server committed) must not change

@@ -79,7 +79,8 @@ static inline int h_wait_socket(const char *path, int ms)
 }
 
 /* Start the server with extra args (NULL-terminated); first_sock: -1 for PATH, 0 for PATH.0 */
-static inline int h_start(struct harness *h, const char *bin, int first_sock, const char *const *args)
+static inline int h_start(struct harness *h, const char *bin, int first_sock,
+			  const char *const *args)
 {
 	const char *argv[32];
 	char first[160];

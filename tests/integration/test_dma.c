@@ -76,8 +76,8 @@ static void msix_enable(struct vcxl_client *c, const uint8_t *cfg, unsigned vec)
 
 			memcpy(&ctl, cfg + p + PCI_MSIX_FLAGS, 2);
 			ctl = (uint16_t)((ctl | PCI_MSIX_FLAGS_ENABLE) & ~PCI_MSIX_FLAGS_MASKALL);
-			vcxl_client_region_write(c, VFIO_PCI_CONFIG_REGION_INDEX, p + PCI_MSIX_FLAGS,
-						 &ctl, 2);
+			vcxl_client_region_write(c, VFIO_PCI_CONFIG_REGION_INDEX,
+						 p + PCI_MSIX_FLAGS, &ctl, 2);
 			break;
 		}
 		p = cfg[p + 1] & ~3u;
@@ -85,10 +85,9 @@ static void msix_enable(struct vcxl_client *c, const uint8_t *cfg, unsigned vec)
 	vcxl_client_write32(c, ACCEL_BAR,
 			    VCXL_MODEL_MSIX_TABLE + vec * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_DATA,
 			    0x40 + vec);
-	vcxl_client_write32(c, ACCEL_BAR,
-			    VCXL_MODEL_MSIX_TABLE + vec * PCI_MSIX_ENTRY_SIZE +
-				    PCI_MSIX_ENTRY_VECTOR_CTRL,
-			    0);
+	vcxl_client_write32(
+	    c, ACCEL_BAR,
+	    VCXL_MODEL_MSIX_TABLE + vec * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
 }
 
 static void test_jobs(struct harness *h)
@@ -177,8 +176,8 @@ static void test_guest_commit(struct harness *h)
 	hdm = info.cxl.hdm_offset;
 	size = info.cxl.region_size;
 	vcxl_client_region_read(c, 7, 0, cfg, sizeof(cfg));
-	is(vcxl_pcie_find_dvsec(cfg_read32, cfg, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec, &len), 0,
-	   "CXL Device DVSEC found");
+	is(vcxl_pcie_find_dvsec(cfg_read32, cfg, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec, &len),
+	   0, "CXL Device DVSEC found");
 	memcpy(&ctl, cfg + dvsec + CXL_DVSEC_CTRL, 2);
 	ctl |= CXL_DVSEC_CTRL_MEM_EN;
 	is(vcxl_client_region_write(c, 7, dvsec + CXL_DVSEC_CTRL, &ctl, 2), 0, "set Mem_Enable");

@@ -25,7 +25,7 @@ static void test_qemu_order(struct harness *h)
 	ftruncate(mfd, 16 << 20);
 	is(vcxl_client_connect(h->sock, &c), 0, "VERSION with QEMU 10.2 capabilities");
 	ok(vcxl_client_server_caps(c)->max_msg_fds == 16 &&
-		   vcxl_client_server_caps(c)->max_data_xfer_size == (1u << 20),
+	       vcxl_client_server_caps(c)->max_data_xfer_size == (1u << 20),
 	   "server capabilities: 16 fds, 1 MiB transfers");
 	/* QEMU maps RAM (memfd) and the BIOS ROM (no fd) before GET_INFO */
 	is(vcxl_client_dma_map(c, 0, 0xc0000, RW, mfd, 0, NULL), 0, "DMA_MAP low RAM with fd");
@@ -109,8 +109,10 @@ static void test_qemu_order(struct harness *h)
 		uint8_t back[8192];
 		uint8_t *p;
 
-		is(vcxl_client_region_info(c, info.cxl.region_index, &r), 0, "REGION_INFO CXL region");
-		ok(r.has_type && r.type == VFIO_REGION_TYPE_CXL && r.subtype == VFIO_REGION_SUBTYPE_CXL,
+		is(vcxl_client_region_info(c, info.cxl.region_index, &r), 0,
+		   "REGION_INFO CXL region");
+		ok(r.has_type && r.type == VFIO_REGION_TYPE_CXL &&
+		       r.subtype == VFIO_REGION_SUBTYPE_CXL,
 		   "CXL region type 0x1e98 subtype 1");
 		is(r.size, info.cxl.region_size, "region size matches the capability");
 		ok(r.fd >= 0 && (r.flags & VFIO_REGION_INFO_FLAG_MMAP), "CXL region has an fd");
@@ -126,7 +128,8 @@ static void test_qemu_order(struct harness *h)
 			ok(!memcmp(back, p + 0x3000, sizeof(back)), "fd mapping == REGION_READ");
 			memset(back, 0x77, 64);
 			vcxl_client_region_write(c, r.index, 0x10000, back, 64);
-			ok(p[0x10000] == 0x77 && p[0x1003f] == 0x77, "REGION_WRITE visible in mapping");
+			ok(p[0x10000] == 0x77 && p[0x1003f] == 0x77,
+			   "REGION_WRITE visible in mapping");
 			munmap(p, 1 << 20);
 		}
 		if (r.fd >= 0)
@@ -173,10 +176,9 @@ static void test_cli(struct harness *h)
 		ok(has_cxl, "flags include cxl");
 		ok(json_object_object_get_ex(root, "cxl", &cxl), "key cxl");
 		if (cxl) {
-			static const char *const keys[] = {"hdm_count",	  "hdm_bar",
-							   "hdm_offset",  "hdm_size",
-							   "comp_offset", "comp_size",
-							   "region_index", "firmware_committed"};
+			static const char *const keys[] = {
+			    "hdm_count",   "hdm_bar",	"hdm_offset",	"hdm_size",
+			    "comp_offset", "comp_size", "region_index", "firmware_committed"};
 			bool all = true;
 
 			for (unsigned i = 0; i < 8; i++)
@@ -184,7 +186,7 @@ static void test_cli(struct harness *h)
 			ok(all, "cxl has every required key");
 		}
 		ok(json_object_object_get_ex(root, "regions", &o) &&
-			   json_object_array_length(o) >= 9,
+		       json_object_array_length(o) >= 9,
 		   "regions listed");
 		ok(json_object_object_get_ex(root, "irqs", &o), "irqs listed");
 		json_object_put(root);
@@ -192,7 +194,7 @@ static void test_cli(struct harness *h)
 	snprintf(args, sizeof(args), "lspci %s", h->sock);
 	is(run_cli(h, args, out, sizeof(out)), 0, "vcxl lspci exits 0");
 	ok(strstr(out, "CXLCap:") && strstr(out, "Register Locator") && strstr(out, "Range1:") &&
-		   strstr(out, "Data Object Exchange"),
+	       strstr(out, "Data Object Exchange"),
 	   "lspci decodes the CXL DVSECs and DOE");
 	snprintf(args, sizeof(args), "commit %s --decoder 0 --base 0x100000000 --size 256M",
 		 h->sock);

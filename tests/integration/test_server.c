@@ -1,6 +1,314 @@
 // SPDX-License-Identifier: BSD-3-Clause
-int main(void);
-int main(void)
+/*
+ * Server behaviour with the real binary: two devices in one process, a
+ * stalled client not blocking the other device, one client per socket (the
+ * next waits in the backlog), disconnect and reconnect, a table of malformed
+ * messages each answered with its errno while the server keeps serving,
+ * unrecoverable streams closed, and a clean SIGTERM exit.
+ */
+#include <sys/mman.h>
+
+#include "tap.h"
+#include "integration/harness.h"
+
+static const uint32_t RW = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
+
+static int send_version(struct vcxl_client *c)
 {
-	return 0;
+	static const char js[] = "{\"capabilities\":{\"max_msg_fds\":16}}";
+	uint8_t buf[16 + 4 + sizeof(js)];
+	struct vfio_user_hdr h = {
+	    .msg_id = 1, .command = VFIO_USER_VERSION, .msg_size = sizeof(buf)};
+
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + 20, js, sizeof(js));
+	return vcxl_client_send_bytes(c, buf, sizeof(buf), NULL, 0);
+}
+
+static void test_two_devices_and_stall(struct harness *h)
+{
+	char s0[160], s1[160];
+	struct vcxl_client *a, *b, *b2;
+	struct vcxl_client_reply rep;
+	uint32_t v = 0;
+	uint8_t partial[16 + 16 + 4];
+	struct vfio_user_hdr hw = {
+	    .msg_id = 42, .command = VFIO_USER_REGION_WRITE, .msg_size = sizeof(partial)};
+	struct vfio_user_region_access ra = {.offset = 0x3c, .region = 7, .count = 4};
+	uint32_t val = 0xff;
+
+	h_dev_sock(h, 0, s0, sizeof(s0));
+	h_dev_sock(h, 1, s1, sizeof(s1));
+	is(vcxl_client_connect(s0, &a), 0, "device 0 connected");
+	is(vcxl_client_connect(s1, &b), 0, "device 1 connected");
+	/* a sends a header promising a payload, then stalls mid-message */
+	memcpy(partial, &hw, 16);
+	memcpy(partial + 16, &ra, 16);
+	memcpy(partial + 32, &val, 4);
+	is(vcxl_client_send_bytes(a, partial, 20, NULL, 0), 0, "device 0: half a message sent");
+	h_sleep_ms(50);
+	ok(vcxl_client_read32(b, 7, 0, &v) == 0 && v == 0x0d948086,
+	   "device 1 served while device 0's client stalls");
+	{
+		struct vcxl_client_info info;
+
+		is(vcxl_client_get_info(b, &info), 0, "device 1 GET_INFO");
+	}
+	is(vcxl_client_send_bytes(a, partial + 20, sizeof(partial) - 20, NULL, 0), 0,
+	   "device 0: rest of the message");
+	is(vcxl_client_recv_reply(a, &rep, 5000), 0, "device 0: reply after the stall");
+	ok(rep.hdr.msg_id == 42 && !(rep.hdr.flags & VFIO_USER_F_ERROR), "reassembled write ok");
+	vcxl_client_reply_free(&rep);
+
+	/* one client per socket: the next waits in the backlog */
+	is(vcxl_client_connect_raw(s1, &b2), 0, "second client connects to device 1's socket");
+	send_version(b2);
+	is(vcxl_client_recv_reply(b2, &rep, 300), -ETIMEDOUT, "not served while the first is on");
+	ok(vcxl_client_read32(b, 7, 0, &v) == 0, "first client unaffected");
+	vcxl_client_close(b);
+	is(vcxl_client_recv_reply(b2, &rep, 5000), 0, "served after the first disconnects");
+	ok(rep.hdr.msg_id == 1 && !(rep.hdr.flags & VFIO_USER_F_ERROR), "its VERSION succeeded");
+	vcxl_client_reply_free(&rep);
+	vcxl_client_close(b2);
+
+	/* disconnect drops the mappings; reconnect gets a fresh connection */
+	{
+		int mfd = memfd_create("g", MFD_CLOEXEC);
+
+		ftruncate(mfd, 1 << 20);
+		is(vcxl_client_dma_map(a, 0x100000, 1 << 20, RW, mfd, 0, NULL), 0,
+		   "map on device 0");
+		close(mfd);
+		vcxl_client_close(a);
+		is(vcxl_client_connect(s0, &a), 0, "reconnect to device 0");
+		is(vcxl_client_dma_unmap(a, 0x100000, 1 << 20, 0), -ENOENT,
+		   "old mapping gone after disconnect");
+		is(vcxl_client_dma_map(a, 0x100000, 1 << 20, RW, -1, 0, NULL), 0,
+		   "the range can be mapped again");
+		vcxl_client_close(a);
+	}
+}
+
+struct bad {
+	const char *name;
+	uint16_t cmd;
+	uint32_t flags;
+	uint8_t payload[64];
+	size_t len;
+	int nfds;
+	int err;
+};
+
+static void test_malformed(struct harness *h)
+{
+	char s0[160];
+	struct vcxl_client *c;
+	struct vcxl_client_reply rep;
+	int efd = memfd_create("x", MFD_CLOEXEC);
+	const struct bad bads[] = {
+	    {"unknown command 99", 99, 0, {0}, 0, 0, ENOSYS},
+	    {"command 0", 0, 0, {0}, 0, 0, ENOSYS},
+	    {"DEVICE_FEATURE", VFIO_USER_DEVICE_FEATURE, 0, {0}, 8, 0, ENOSYS},
+	    {"REGION_IO_FDS", VFIO_USER_DEVICE_GET_REGION_IO_FDS, 0, {16}, 16, 0, ENOSYS},
+	    {"second VERSION", VFIO_USER_VERSION, 0, {0, 0, 0, 0, '{', '}', 0}, 7, 0, EINVAL},
+	    {"GET_INFO short", VFIO_USER_DEVICE_GET_INFO, 0, {16}, 4, 0, EINVAL},
+	    {"GET_INFO argsz 8", VFIO_USER_DEVICE_GET_INFO, 0, {8}, 16, 0, EINVAL},
+	    {"REGION_INFO index 200",
+	     VFIO_USER_DEVICE_GET_REGION_INFO,
+	     0,
+	     {32, 0, 0, 0, 0, 0, 0, 0, 200},
+	     32,
+	     0,
+	     EINVAL},
+	    {"REGION_INFO argsz 16", VFIO_USER_DEVICE_GET_REGION_INFO, 0, {16}, 32, 0, EINVAL},
+	    {"IRQ_INFO index 9",
+	     VFIO_USER_DEVICE_GET_IRQ_INFO,
+	     0,
+	     {16, 0, 0, 0, 0, 0, 0, 0, 9},
+	     16,
+	     0,
+	     EINVAL},
+	    {"REGION_READ count 1M+1",
+	     VFIO_USER_REGION_READ,
+	     0,
+	     {0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0x10, 0},
+	     16,
+	     0,
+	     E2BIG},
+	    {"REGION_READ region 99",
+	     VFIO_USER_REGION_READ,
+	     0,
+	     {0, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 4},
+	     16,
+	     0,
+	     EINVAL},
+	    {"REGION_READ past config",
+	     VFIO_USER_REGION_READ,
+	     0,
+	     {0xfe, 0x0f, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 4},
+	     16,
+	     0,
+	     EINVAL},
+	    {"REGION_READ with an fd",
+	     VFIO_USER_REGION_READ,
+	     0,
+	     {0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 4},
+	     16,
+	     1,
+	     EINVAL},
+	    {"REGION_WRITE count > data",
+	     VFIO_USER_REGION_WRITE,
+	     0,
+	     {0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 8, 0, 0, 0, 1, 2},
+	     18,
+	     0,
+	     EINVAL},
+	    {"DMA_MAP short", VFIO_USER_DMA_MAP, 0, {32}, 16, 0, EINVAL},
+	    {"DMA_MAP unaligned",
+	     VFIO_USER_DMA_MAP,
+	     0,
+	     {32, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x10},
+	     32,
+	     0,
+	     EINVAL},
+	    {"DMA_MAP overlap",
+	     VFIO_USER_DMA_MAP,
+	     0,
+	     {32, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0x10},
+	     32,
+	     0,
+	     EEXIST},
+	    {"DMA_UNMAP not mapped",
+	     VFIO_USER_DMA_UNMAP,
+	     0,
+	     {24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x70, 0, 0, 0, 0, 0, 0x10},
+	     24,
+	     0,
+	     ENOENT},
+	    {"DMA_UNMAP dirty-bitmap flag",
+	     VFIO_USER_DMA_UNMAP,
+	     0,
+	     {24, 0, 0, 0, 1},
+	     24,
+	     0,
+	     EINVAL},
+	    {"SET_IRQS two actions",
+	     VFIO_USER_DEVICE_SET_IRQS,
+	     0,
+	     {20, 0, 0, 0, 0x19, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1},
+	     20,
+	     0,
+	     EINVAL},
+	    {"SET_IRQS index 9",
+	     VFIO_USER_DEVICE_SET_IRQS,
+	     0,
+	     {20, 0, 0, 0, 0x21, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1},
+	     20,
+	     0,
+	     EINVAL},
+	    {"SET_IRQS vectors beyond count",
+	     VFIO_USER_DEVICE_SET_IRQS,
+	     0,
+	     {20, 0, 0, 0, 0x21, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 0, 1},
+	     20,
+	     0,
+	     EINVAL},
+	    {"DEVICE_RESET with payload", VFIO_USER_DEVICE_RESET, 0, {0}, 4, 0, EINVAL},
+	    {"ERROR flag in a command",
+	     VFIO_USER_DEVICE_RESET,
+	     VFIO_USER_F_ERROR,
+	     {0},
+	     0,
+	     0,
+	     EINVAL},
+	    {"client DMA_WRITE", VFIO_USER_DMA_WRITE, 0, {0}, 16, 0, EINVAL},
+	    {"WRITE_MULTI wr_cnt 0", VFIO_USER_REGION_WRITE_MULTI, 0, {0}, 8, 0, EINVAL},
+	};
+	const unsigned nbad = sizeof(bads) / sizeof(bads[0]);
+	int before;
+	uint32_t v = 0;
+
+	h_dev_sock(h, 0, s0, sizeof(s0));
+	is(vcxl_client_connect(s0, &c), 0, "connect");
+	is(vcxl_client_dma_map(c, 0x100000, 0x100000, RW, -1, 0, NULL), 0,
+	   "a map for the overlap case");
+	before = h_log_count(h, VCXL_PROTO_ERR_PREFIX);
+	for (unsigned i = 0; i < nbad; i++) {
+		int rc =
+		    vcxl_client_raw(c, bads[i].cmd, bads[i].flags, bads[i].payload, bads[i].len,
+				    bads[i].nfds ? &efd : NULL, (unsigned)bads[i].nfds, &rep);
+
+		ok(rc == 0 && (rep.hdr.flags & VFIO_USER_F_ERROR) &&
+		       (int)rep.hdr.error == bads[i].err && rep.hdr.msg_size == 16,
+		   "%s: header-only error %d", bads[i].name, bads[i].err);
+		if (!rc && (int)rep.hdr.error != bads[i].err)
+			diag("got error %u", rep.hdr.error);
+		if (!rc)
+			vcxl_client_reply_free(&rep);
+	}
+	ok(vcxl_client_read32(c, 7, 0, &v) == 0 && v == 0x0d948086, "valid request still served");
+	h_sleep_ms(50);
+	is(h_log_count(h, VCXL_PROTO_ERR_PREFIX) - before, nbad,
+	   "each bad message logged as a protocol error");
+	vcxl_client_close(c);
+
+	/* the negotiated max_dma_maps bounds the table */
+	is(vcxl_client_connect_raw(s0, &c), 0, "connect");
+	is(vcxl_client_negotiate(c, "{\"capabilities\":{\"max_dma_maps\":2}}"), 0,
+	   "max_dma_maps 2");
+	vcxl_client_dma_map(c, 0x10000, 0x1000, RW, -1, 0, NULL);
+	vcxl_client_dma_map(c, 0x20000, 0x1000, RW, -1, 0, NULL);
+	is(vcxl_client_dma_map(c, 0x30000, 0x1000, RW, -1, 0, NULL), -ENOSPC, "third map: ENOSPC");
+	vcxl_client_close(c);
+
+	/* streams that cannot be resynchronised are closed; the socket serves again */
+	{
+		static const struct vfio_user_hdr fatal[] = {
+		    {.msg_id = 1, .command = VFIO_USER_DEVICE_RESET, .msg_size = 15},
+		    {.msg_id = 2, .command = VFIO_USER_DEVICE_RESET, .msg_size = 16, .flags = 2},
+		    {.msg_id = 3, .command = VFIO_USER_REGION_WRITE, .msg_size = 0x7fffffff},
+		};
+		static const char *const names[] = {"msg_size 15", "message type 2",
+						    "msg_size 2 GiB"};
+
+		for (unsigned i = 0; i < 3; i++) {
+			is(vcxl_client_connect(s0, &c), 0, "connect (%s)", names[i]);
+			vcxl_client_send_bytes(c, &fatal[i], sizeof(fatal[i]), NULL, 0);
+			ok(vcxl_client_recv_reply(c, &rep, 5000) == -ECONNRESET,
+			   "%s: connection closed", names[i]);
+			vcxl_client_close(c);
+		}
+		is(vcxl_client_connect(s0, &c), 0, "next client served after the closes");
+		ok(vcxl_client_read32(c, 7, 0, &v) == 0 && v == 0x0d948086,
+		   "and its requests work");
+		vcxl_client_close(c);
+	}
+	close(efd);
+}
+
+int main(int argc, char **argv)
+{
+	struct harness h = {.cli = h_cli_bin(argc, argv)};
+	const char *args[] = {"--devices", "2", NULL};
+	char s0[160], s1[160];
+	int rc = h_start(&h, h_server_bin(argc, argv), 0, args);
+
+	ok(rc == 0, "vcxl-server --devices 2 started");
+	if (rc) {
+		h_dump_log(&h);
+		h_cleanup(&h);
+		return done();
+	}
+	h_dev_sock(&h, 0, s0, sizeof(s0));
+	h_dev_sock(&h, 1, s1, sizeof(s1));
+	ok(h_wait_socket(s1, 5000) == 0, "both sockets (PATH.0, PATH.1) accept");
+	test_two_devices_and_stall(&h);
+	test_malformed(&h);
+	is(h_stop(&h), 0, "SIGTERM: exit 0");
+	ok(access(s0, F_OK) != 0 && access(s1, F_OK) != 0, "both sockets removed");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+	return done();
 }

@@ -15,17 +15,17 @@
 
 #include "vcxl/server.h"
 
-#define FAKE_BAR0_SIZE 0x10000
-#define FAKE_BAR2_SIZE 0x4000
-#define FAKE_CFG_SIZE  0x1000
-#define FAKE_R9_SIZE   0x100000
+#define FAKE_BAR0_SIZE	 0x10000
+#define FAKE_BAR2_SIZE	 0x4000
+#define FAKE_CFG_SIZE	 0x1000
+#define FAKE_R9_SIZE	 0x100000
 #define FAKE_NUM_REGIONS 10
 /* BAR2 registers: a write of 1 to DOORBELL copies LEN bytes SRC->DST via DMA
  * (or fills DST with PATTERN if OP == 1) then raises MSI-X VECTOR. */
 #define FAKE_SRC      0x10
 #define FAKE_DST      0x18
 #define FAKE_LEN      0x20
-#define FAKE_OP       0x28
+#define FAKE_OP	      0x28
 #define FAKE_DOORBELL 0x30
 #define FAKE_STATUS   0x34 /* 0 ok, else -errno of the last job */
 #define FAKE_VECTOR   0x38
@@ -98,8 +98,7 @@ static inline int fake_region_info(void *dev, uint32_t index, struct vcxl_vregio
 	}
 }
 
-static inline uint8_t *fake_region_ptr(struct fake_dev *f, uint32_t index, uint64_t off,
-				       size_t len)
+static inline uint8_t *fake_region_ptr(struct fake_dev *f, uint32_t index, uint64_t off, size_t len)
 {
 	uint64_t size;
 	uint8_t *base;
@@ -237,16 +236,16 @@ static inline int fake_poll(void *dev)
 }
 
 static const struct vcxl_dev_ops fake_dev_ops = {
-	.get_info = fake_get_info,
-	.region_info = fake_region_info,
-	.region_read = fake_region_read,
-	.region_write = fake_region_write,
-	.irq_info = fake_irq_info,
-	.set_irq_handler = fake_set_irq_handler,
-	.set_dma = fake_set_dma,
-	.reset = fake_reset,
-	.client_gone = fake_client_gone,
-	.poll = fake_poll,
+    .get_info = fake_get_info,
+    .region_info = fake_region_info,
+    .region_read = fake_region_read,
+    .region_write = fake_region_write,
+    .irq_info = fake_irq_info,
+    .set_irq_handler = fake_set_irq_handler,
+    .set_dma = fake_set_dma,
+    .reset = fake_reset,
+    .client_gone = fake_client_gone,
+    .poll = fake_poll,
 };
 
 static inline int fake_dev_init(struct fake_dev *f)

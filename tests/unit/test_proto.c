@@ -33,11 +33,12 @@ static void *srv_main(void *arg)
 	struct srv *s = arg;
 	struct vcxl_conn_cfg cfg = {.name = "fake", .dma_timeout_ms = 2000};
 	struct vcxl_conn *c =
-		vcxl_conn_create(&cfg, &fake_dev_ops, &s->dev, &vcxl_sock_io_ops, vcxl_sock_io(s->fd));
+	    vcxl_conn_create(&cfg, &fake_dev_ops, &s->dev, &vcxl_sock_io_ops, vcxl_sock_io(s->fd));
 	int rc = 0;
 
 	while (!rc) {
-		struct pollfd p = {.fd = s->fd, .events = vcxl_conn_wants_write(c) ? POLLOUT : POLLIN};
+		struct pollfd p = {.fd = s->fd,
+				   .events = vcxl_conn_wants_write(c) ? POLLOUT : POLLIN};
 
 		if (poll(&p, 1, 20000) <= 0) {
 			rc = -ETIMEDOUT;
@@ -210,7 +211,8 @@ static void test_region_rw(void)
 	struct vcxl_client *c = srv_start(&s, true);
 	uint8_t buf[4096], back[4096];
 	uint32_t v = 0;
-	struct vfio_user_region_access a = {.offset = 0, .region = 2, .count = VCXL_SRV_MAX_XFER + 1};
+	struct vfio_user_region_access a = {
+	    .offset = 0, .region = 2, .count = VCXL_SRV_MAX_XFER + 1};
 
 	for (unsigned i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i * 7);
@@ -239,9 +241,8 @@ static void test_region_rw(void)
 		struct {
 			uint64_t cnt;
 			struct vfio_user_wr_multi_entry e[2];
-		} __attribute__((packed)) wm = {2,
-						{{0x200, 2, 4, {1, 2, 3, 4}},
-						 {0x204, 2, 2, {5, 6}}}};
+		} __attribute__((packed))
+		wm = {2, {{0x200, 2, 4, {1, 2, 3, 4}}, {0x204, 2, 2, {5, 6}}}};
 
 		is(raw_err(c, VFIO_USER_REGION_WRITE_MULTI, 0, &wm, sizeof(wm), NULL, 0), 0,
 		   "REGION_WRITE_MULTI");
@@ -356,8 +357,8 @@ static void test_dma_irq(void)
 	is(vcxl_client_set_irqs(c, 2, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 3, 2,
 				NULL, 0, NULL),
 	   -EINVAL, "vectors beyond count: EINVAL");
-	is(vcxl_client_set_irqs(c, 2, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_DATA_BOOL, 0, 1, NULL, 0,
-				NULL),
+	is(vcxl_client_set_irqs(c, 2, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_DATA_BOOL, 0, 1, NULL,
+				0, NULL),
 	   -EINVAL, "two data types: EINVAL");
 	is(vcxl_client_set_irqs(c, 2, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 1,
 				NULL, 0, NULL),
@@ -394,7 +395,8 @@ static void test_malformed(void)
 	uint32_t v;
 
 	is(raw_err(c, 99, 0, NULL, 0, NULL, 0), ENOSYS, "unknown command: ENOSYS");
-	is(raw_err(c, VFIO_USER_DEVICE_FEATURE, 0, &v, 4, NULL, 0), ENOSYS, "DEVICE_FEATURE: ENOSYS");
+	is(raw_err(c, VFIO_USER_DEVICE_FEATURE, 0, &v, 4, NULL, 0), ENOSYS,
+	   "DEVICE_FEATURE: ENOSYS");
 	is(raw_err(c, VFIO_USER_DMA_READ, 0, &v, 4, NULL, 0), EINVAL, "client DMA_READ: EINVAL");
 	is(raw_err(c, VFIO_USER_DEVICE_RESET, 0, NULL, 0, &efd, 1), EINVAL,
 	   "unexpected fd: EINVAL");
@@ -407,16 +409,18 @@ static void test_malformed(void)
 	is(raw_err(c, VFIO_USER_DMA_UNMAP, 0, &v, 4, NULL, 0), EINVAL, "short DMA_UNMAP: EINVAL");
 	is(raw_err(c, VFIO_USER_DEVICE_RESET, 0, &v, 4, NULL, 0), EINVAL, "RESET payload: EINVAL");
 	{
-		struct vfio_user_hdr h = {.msg_id = 7, .command = VFIO_USER_DEVICE_RESET,
-					  .msg_size = 16, .flags = VFIO_USER_F_TYPE_REPLY};
+		struct vfio_user_hdr h = {.msg_id = 7,
+					  .command = VFIO_USER_DEVICE_RESET,
+					  .msg_size = 16,
+					  .flags = VFIO_USER_F_TYPE_REPLY};
 
 		vcxl_client_send_bytes(c, &h, sizeof(h), NULL, 0);
 		is(vcxl_client_read32(c, 7, 0, &v), 0, "stray reply ignored, next request served");
 	}
 	ok(vcxl_client_read32(c, 7, 0, &v) == 0 && v == 0x8086, "valid request still works");
 	{
-		struct vfio_user_hdr h = {.msg_id = 8, .command = VFIO_USER_DEVICE_RESET,
-					  .msg_size = 8};
+		struct vfio_user_hdr h = {
+		    .msg_id = 8, .command = VFIO_USER_DEVICE_RESET, .msg_size = 8};
 
 		vcxl_client_send_bytes(c, &h, sizeof(h), NULL, 0);
 		ok(vcxl_client_recv_reply(c, &rep, 5000) != 0, "msg_size 8: connection closed");
@@ -428,7 +432,8 @@ static void test_malformed(void)
 
 	c = srv_start(&s, true);
 	{
-		struct vfio_user_hdr h = {.msg_id = 9, .command = VFIO_USER_REGION_WRITE,
+		struct vfio_user_hdr h = {.msg_id = 9,
+					  .command = VFIO_USER_REGION_WRITE,
 					  .msg_size = VCXL_SRV_MAX_XFER + VCXL_SRV_MSG_SLACK + 1};
 
 		vcxl_client_send_bytes(c, &h, sizeof(h), NULL, 0);

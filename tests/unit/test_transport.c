@@ -39,8 +39,8 @@ static size_t put_msg(uint8_t *buf, size_t at, uint16_t id, uint16_t cmd, const 
 }
 
 /* A bufio whose recv hands out one byte at a time */
-static ssize_t slow_recv(void *io, void *buf, size_t len, int *fds, unsigned maxfds,
-			 unsigned *nfds, bool *ctrunc)
+static ssize_t slow_recv(void *io, void *buf, size_t len, int *fds, unsigned maxfds, unsigned *nfds,
+			 bool *ctrunc)
 {
 	return vcxl_buf_io_ops.recv(io, buf, len ? 1 : 0, fds, maxfds, nfds, ctrunc);
 }
@@ -117,8 +117,10 @@ static void test_sockets(void)
 	close(a);
 	close(l);
 	unlink(path);
-	is(vcxl_sock_listen("/tmp/" "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-			    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1),
+	is(vcxl_sock_listen("/tmp/"
+			    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+			    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+			    1),
 	   -ENAMETOOLONG, "path too long");
 }
 
@@ -162,7 +164,7 @@ static void test_bufio(void)
 	ok(vcxl_conn_dma(c)->n && vcxl_conn_dma(c)->maps[0].ptr, "fd mapped");
 	h = out_msg(&b, &off);
 	ok(h && h->msg_id == 3 && h->msg_size == 16 + 16 + 2 &&
-		   !memcmp((const uint8_t *)h + 32, "\x86\x80", 2),
+	       !memcmp((const uint8_t *)h + 32, "\x86\x80", 2),
 	   "REGION_READ of config returns its bytes");
 	h = out_msg(&b, &off);
 	ok(h && h->msg_id == 4 && (h->flags & VFIO_USER_F_ERROR) && h->error == ENOSYS,
