@@ -5,4 +5,5 @@
 set -eu
 BUILD=${1:-build}
 echo "# vcxl bench on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(date -u +%Y-%m-%d)"
-exec "$BUILD/bench/vcxl-bench" "$BUILD/src/server/vcxl-server" "$BUILD/bench.json" "$@"
+SERVER="$BUILD/src/tools/vcxl-server"; [ -x "$SERVER" ] || SERVER="$BUILD/src/server/vcxl-server"
+exec "$BUILD/bench/vcxl-bench" "$SERVER" "$BUILD/bench.json" "$@"

@@ -27,32 +27,32 @@
 #include "vcxl/regfile.h"
 
 /* ---- command opcodes (CXL r3.1 Tables 8-37 and 8-126) ------------------ */
-#define CXL_MBOX_OP_GET_EVENT_RECORDS   0x0100
+#define CXL_MBOX_OP_GET_EVENT_RECORDS	0x0100
 #define CXL_MBOX_OP_CLEAR_EVENT_RECORDS 0x0101
-#define CXL_MBOX_OP_GET_EVT_INT_POLICY  0x0102
-#define CXL_MBOX_OP_SET_EVT_INT_POLICY  0x0103
-#define CXL_MBOX_OP_GET_FW_INFO         0x0200
-#define CXL_MBOX_OP_TRANSFER_FW         0x0201
-#define CXL_MBOX_OP_ACTIVATE_FW         0x0202
-#define CXL_MBOX_OP_GET_TIMESTAMP       0x0300
-#define CXL_MBOX_OP_SET_TIMESTAMP       0x0301
-#define CXL_MBOX_OP_GET_SUPPORTED_LOGS  0x0400
-#define CXL_MBOX_OP_GET_LOG             0x0401
-#define CXL_MBOX_OP_IDENTIFY            0x4000
-#define CXL_MBOX_OP_GET_PARTITION_INFO  0x4100
-#define CXL_MBOX_OP_SET_PARTITION_INFO  0x4101
-#define CXL_MBOX_OP_GET_LSA             0x4102
-#define CXL_MBOX_OP_SET_LSA             0x4103
-#define CXL_MBOX_OP_GET_HEALTH_INFO     0x4200
-#define CXL_MBOX_OP_GET_ALERT_CONFIG    0x4201
-#define CXL_MBOX_OP_SET_ALERT_CONFIG    0x4202
-#define CXL_MBOX_OP_GET_POISON          0x4300
-#define CXL_MBOX_OP_INJECT_POISON       0x4301
-#define CXL_MBOX_OP_CLEAR_POISON        0x4302
+#define CXL_MBOX_OP_GET_EVT_INT_POLICY	0x0102
+#define CXL_MBOX_OP_SET_EVT_INT_POLICY	0x0103
+#define CXL_MBOX_OP_GET_FW_INFO		0x0200
+#define CXL_MBOX_OP_TRANSFER_FW		0x0201
+#define CXL_MBOX_OP_ACTIVATE_FW		0x0202
+#define CXL_MBOX_OP_GET_TIMESTAMP	0x0300
+#define CXL_MBOX_OP_SET_TIMESTAMP	0x0301
+#define CXL_MBOX_OP_GET_SUPPORTED_LOGS	0x0400
+#define CXL_MBOX_OP_GET_LOG		0x0401
+#define CXL_MBOX_OP_IDENTIFY		0x4000
+#define CXL_MBOX_OP_GET_PARTITION_INFO	0x4100
+#define CXL_MBOX_OP_SET_PARTITION_INFO	0x4101
+#define CXL_MBOX_OP_GET_LSA		0x4102
+#define CXL_MBOX_OP_SET_LSA		0x4103
+#define CXL_MBOX_OP_GET_HEALTH_INFO	0x4200
+#define CXL_MBOX_OP_GET_ALERT_CONFIG	0x4201
+#define CXL_MBOX_OP_SET_ALERT_CONFIG	0x4202
+#define CXL_MBOX_OP_GET_POISON		0x4300
+#define CXL_MBOX_OP_INJECT_POISON	0x4301
+#define CXL_MBOX_OP_CLEAR_POISON	0x4302
 #define CXL_MBOX_OP_GET_SCAN_MEDIA_CAPS 0x4303
-#define CXL_MBOX_OP_SCAN_MEDIA          0x4304
-#define CXL_MBOX_OP_GET_SCAN_MEDIA      0x4305
-#define CXL_MBOX_OP_SANITIZE            0x4400
+#define CXL_MBOX_OP_SCAN_MEDIA		0x4304
+#define CXL_MBOX_OP_GET_SCAN_MEDIA	0x4305
+#define CXL_MBOX_OP_SANITIZE		0x4400
 
 /* ---- return codes (CXL r3.1 Table 8-34), numbered as Linux's table ----- */
 enum cxl_mbox_rc {
@@ -73,115 +73,117 @@ enum cxl_mbox_rc {
 
 /* ---- Command Effects Log (CXL r3.1 8.2.9.5.2.1) ------------------------ */
 #define CXL_CEL_UUID                                                                               \
-	{0x0d, 0xa9, 0xc0, 0xb5, 0xbf, 0x41, 0x4b, 0x78,                                           \
-	 0x8f, 0x79, 0x96, 0xb1, 0x62, 0x3b, 0x3f, 0x17}
-#define CXL_UUID_SIZE               16
-#define CXL_CEL_ENTRY_SIZE          4 /* opcode, effect */
-#define CXL_CEL_EFFECT_CFG_COLD     VCXL_BIT(0) /* config change after cold reset */
-#define CXL_CEL_EFFECT_IMM_CONFIG   VCXL_BIT(1)
-#define CXL_CEL_EFFECT_IMM_DATA     VCXL_BIT(2)
-#define CXL_CEL_EFFECT_IMM_POLICY   VCXL_BIT(3)
-#define CXL_CEL_EFFECT_IMM_LOG      VCXL_BIT(4)
-#define CXL_CEL_EFFECT_SECURITY     VCXL_BIT(5)
-#define CXL_CEL_EFFECT_BACKGROUND   VCXL_BIT(6)
+	{                                                                                          \
+		0x0d, 0xa9, 0xc0, 0xb5, 0xbf, 0x41, 0x4b, 0x78, 0x8f, 0x79, 0x96, 0xb1, 0x62,      \
+		    0x3b, 0x3f, 0x17                                                               \
+	}
+#define CXL_UUID_SIZE		  16
+#define CXL_CEL_ENTRY_SIZE	  4	      /* opcode, effect */
+#define CXL_CEL_EFFECT_CFG_COLD	  VCXL_BIT(0) /* config change after cold reset */
+#define CXL_CEL_EFFECT_IMM_CONFIG VCXL_BIT(1)
+#define CXL_CEL_EFFECT_IMM_DATA	  VCXL_BIT(2)
+#define CXL_CEL_EFFECT_IMM_POLICY VCXL_BIT(3)
+#define CXL_CEL_EFFECT_IMM_LOG	  VCXL_BIT(4)
+#define CXL_CEL_EFFECT_SECURITY	  VCXL_BIT(5)
+#define CXL_CEL_EFFECT_BACKGROUND VCXL_BIT(6)
 
 /* ---- payload layouts (offsets and sizes in bytes) ---------------------- */
 /* Get Supported Logs output (8.2.9.5.1): count, 6 reserved, entries of UUID + size */
-#define CXL_GSL_HDR_SIZE            8
-#define CXL_GSL_ENTRY_SIZE          20
+#define CXL_GSL_HDR_SIZE   8
+#define CXL_GSL_ENTRY_SIZE 20
 /* Get Log input (8.2.9.5.2): UUID, offset, length */
-#define CXL_GET_LOG_IN_SIZE         0x18
-#define CXL_GET_LOG_IN_OFFSET       0x10
-#define CXL_GET_LOG_IN_LENGTH       0x14
+#define CXL_GET_LOG_IN_SIZE   0x18
+#define CXL_GET_LOG_IN_OFFSET 0x10
+#define CXL_GET_LOG_IN_LENGTH 0x14
 /* Identify Memory Device output (8.2.9.9.1.1) */
-#define CXL_IDENTIFY_FW_REV         0x00 /* 16 bytes ASCII */
-#define CXL_IDENTIFY_FW_REV_LEN     16
-#define CXL_IDENTIFY_TOTAL_CAP      0x10 /* 256 MiB units */
-#define CXL_IDENTIFY_VOLATILE_CAP   0x18
-#define CXL_IDENTIFY_PERSISTENT_CAP 0x20
+#define CXL_IDENTIFY_FW_REV	     0x00 /* 16 bytes ASCII */
+#define CXL_IDENTIFY_FW_REV_LEN	     16
+#define CXL_IDENTIFY_TOTAL_CAP	     0x10 /* 256 MiB units */
+#define CXL_IDENTIFY_VOLATILE_CAP    0x18
+#define CXL_IDENTIFY_PERSISTENT_CAP  0x20
 #define CXL_IDENTIFY_PARTITION_ALIGN 0x28
-#define CXL_IDENTIFY_INFO_LOG_SIZE  0x30 /* then warning, failure, fatal: 2 bytes each */
-#define CXL_IDENTIFY_LSA_SIZE       0x38
-#define CXL_IDENTIFY_POISON_MAX     0x3c /* 3 bytes */
-#define CXL_IDENTIFY_INJECT_LIMIT   0x3f
-#define CXL_IDENTIFY_POISON_CAPS    0x41
-#define CXL_IDENTIFY_QOS_CAPS       0x42
-#define CXL_IDENTIFY_DC_LOG_SIZE    0x43 /* r3.0+ [spec] */
-#define CXL_IDENTIFY_SIZE_V2        0x43 /* what Linux requires */
-#define CXL_IDENTIFY_SIZE           0x45
-#define CXL_CAPACITY_UNIT           VCXL_SZ_256M
+#define CXL_IDENTIFY_INFO_LOG_SIZE   0x30 /* then warning, failure, fatal: 2 bytes each */
+#define CXL_IDENTIFY_LSA_SIZE	     0x38
+#define CXL_IDENTIFY_POISON_MAX	     0x3c /* 3 bytes */
+#define CXL_IDENTIFY_INJECT_LIMIT    0x3f
+#define CXL_IDENTIFY_POISON_CAPS     0x41
+#define CXL_IDENTIFY_QOS_CAPS	     0x42
+#define CXL_IDENTIFY_DC_LOG_SIZE     0x43 /* r3.0+ [spec] */
+#define CXL_IDENTIFY_SIZE_V2	     0x43 /* what Linux requires */
+#define CXL_IDENTIFY_SIZE	     0x45
+#define CXL_CAPACITY_UNIT	     VCXL_SZ_256M
 /* Get Partition Info output (8.2.9.9.2.1): 4 x 8 bytes in 256 MiB units */
-#define CXL_PARTITION_INFO_SIZE     0x20
+#define CXL_PARTITION_INFO_SIZE 0x20
 /* Get/Set LSA (8.2.9.9.2.3-4): offset, length | offset, reserved, data */
-#define CXL_GET_LSA_IN_SIZE         8
-#define CXL_SET_LSA_HDR_SIZE        8
+#define CXL_GET_LSA_IN_SIZE  8
+#define CXL_SET_LSA_HDR_SIZE 8
 /* Get Health Info output (8.2.9.9.3.1) */
-#define CXL_HEALTH_INFO_SIZE        0x12
-#define CXL_HEALTH_TEMPERATURE      0x04
+#define CXL_HEALTH_INFO_SIZE   0x12
+#define CXL_HEALTH_TEMPERATURE 0x04
 /* Get Alert Configuration output (8.2.9.9.3.2) */
-#define CXL_ALERT_CONFIG_SIZE       0x10
+#define CXL_ALERT_CONFIG_SIZE 0x10
 /* Get FW Info output (8.2.9.3.1) */
-#define CXL_FW_INFO_SIZE            0x50
-#define CXL_FW_INFO_SLOTS           0x00
-#define CXL_FW_INFO_SLOT_INFO       0x01
-#define CXL_FW_INFO_SLOT_CUR        VCXL_GENMASK(2, 0)
-#define CXL_FW_INFO_SLOT1_REV       0x10
+#define CXL_FW_INFO_SIZE      0x50
+#define CXL_FW_INFO_SLOTS     0x00
+#define CXL_FW_INFO_SLOT_INFO 0x01
+#define CXL_FW_INFO_SLOT_CUR  VCXL_GENMASK(2, 0)
+#define CXL_FW_INFO_SLOT1_REV 0x10
 /* Get/Set Timestamp (8.2.9.4): 8 bytes, ns since the epoch */
-#define CXL_TIMESTAMP_SIZE          8
+#define CXL_TIMESTAMP_SIZE 8
 /* Event records (8.2.9.2.2-3) */
-#define CXL_EVENT_LOG_INFO          0
-#define CXL_EVENT_LOG_WARN          1
-#define CXL_EVENT_LOG_FAIL          2
-#define CXL_EVENT_LOG_FATAL         3
-#define CXL_EVENT_LOG_MAX           CXL_EVENT_LOG_FATAL
-#define CXL_GET_EVENTS_IN_SIZE      1
-#define CXL_GET_EVENTS_HDR_SIZE     0x20
-#define CXL_GET_EVENTS_COUNT        0x14
-#define CXL_CLEAR_EVENTS_HDR_SIZE   6 /* log, flags, count, 3 reserved, then handles */
-#define CXL_CLEAR_EVENTS_FLAGS      1
-#define CXL_CLEAR_EVENTS_COUNT      2
-#define CXL_CLEAR_EVENTS_ALL        VCXL_BIT(0)
+#define CXL_EVENT_LOG_INFO	  0
+#define CXL_EVENT_LOG_WARN	  1
+#define CXL_EVENT_LOG_FAIL	  2
+#define CXL_EVENT_LOG_FATAL	  3
+#define CXL_EVENT_LOG_MAX	  CXL_EVENT_LOG_FATAL
+#define CXL_GET_EVENTS_IN_SIZE	  1
+#define CXL_GET_EVENTS_HDR_SIZE	  0x20
+#define CXL_GET_EVENTS_COUNT	  0x14
+#define CXL_CLEAR_EVENTS_HDR_SIZE 6 /* log, flags, count, 3 reserved, then handles */
+#define CXL_CLEAR_EVENTS_FLAGS	  1
+#define CXL_CLEAR_EVENTS_COUNT	  2
+#define CXL_CLEAR_EVENTS_ALL	  VCXL_BIT(0)
 /* Event Interrupt Policy (8.2.9.2.4-5): one settings byte per log */
-#define CXL_INT_POLICY_SIZE_V2      4 /* info, warn, failure, fatal */
-#define CXL_INT_POLICY_SIZE         5 /* + dynamic capacity (r3.0) */
-#define CXL_INT_MODE                VCXL_GENMASK(1, 0)
-#define CXL_INT_MSGNUM              VCXL_GENMASK(7, 4)
-#define CXL_INT_NONE                0
-#define CXL_INT_MSI_MSIX            1
-#define CXL_INT_FW                  2
+#define CXL_INT_POLICY_SIZE_V2 4 /* info, warn, failure, fatal */
+#define CXL_INT_POLICY_SIZE    5 /* + dynamic capacity (r3.0) */
+#define CXL_INT_MODE	       VCXL_GENMASK(1, 0)
+#define CXL_INT_MSGNUM	       VCXL_GENMASK(7, 4)
+#define CXL_INT_NONE	       0
+#define CXL_INT_MSI_MSIX       1
+#define CXL_INT_FW	       2
 /* Get Poison List (8.2.9.9.4.1) and the media scan commands (8.2.9.9.4.4-6) */
-#define CXL_POISON_IN_SIZE          0x10 /* DPA (bits 5:0 reserved), length in 64 B */
-#define CXL_POISON_OUT_HDR_SIZE     0x20
-#define CXL_POISON_OUT_FLAGS        0x00
-#define CXL_POISON_OUT_COUNT        0x0a
-#define CXL_POISON_FLAG_SCANNING    VCXL_BIT(2)
-#define CXL_POISON_UNIT             64
-#define CXL_SCAN_CAPS_IN_SIZE       0x10
-#define CXL_SCAN_CAPS_OUT_SIZE      4 /* estimated scan time, ms */
-#define CXL_SCAN_MEDIA_IN_SIZE      0x11
-#define CXL_SCAN_RESULTS_HDR_SIZE   0x20
-#define CXL_SCAN_RESULTS_COUNT      0x12
+#define CXL_POISON_IN_SIZE	  0x10 /* DPA (bits 5:0 reserved), length in 64 B */
+#define CXL_POISON_OUT_HDR_SIZE	  0x20
+#define CXL_POISON_OUT_FLAGS	  0x00
+#define CXL_POISON_OUT_COUNT	  0x0a
+#define CXL_POISON_FLAG_SCANNING  VCXL_BIT(2)
+#define CXL_POISON_UNIT		  64
+#define CXL_SCAN_CAPS_IN_SIZE	  0x10
+#define CXL_SCAN_CAPS_OUT_SIZE	  4 /* estimated scan time, ms */
+#define CXL_SCAN_MEDIA_IN_SIZE	  0x11
+#define CXL_SCAN_RESULTS_HDR_SIZE 0x20
+#define CXL_SCAN_RESULTS_COUNT	  0x12
 
 /* ---- the register block ------------------------------------------------- */
 
 /* Where vcxl puts the capabilities inside the block (offsets from its start). */
-#define VCXL_MDEV_STATUS_OFF  0x100
-#define VCXL_MDEV_MEMDEV_OFF  0x200
-#define VCXL_MDEV_MBOX_OFF    0x400
-#define VCXL_MDEV_NR_CAPS     3
-#define VCXL_MDEV_EVENT_LOGS  (CXL_EVENT_LOG_MAX + 1)
+#define VCXL_MDEV_STATUS_OFF 0x100
+#define VCXL_MDEV_MEMDEV_OFF 0x200
+#define VCXL_MDEV_MBOX_OFF   0x400
+#define VCXL_MDEV_NR_CAPS    3
+#define VCXL_MDEV_EVENT_LOGS (CXL_EVENT_LOG_MAX + 1)
 
 /* What the device is: everything Identify and its friends report. */
 struct vcxl_memdev_facts {
 	char fw_revision[CXL_IDENTIFY_FW_REV_LEN]; /* ASCII, need not be NUL terminated */
-	uint64_t volatile_bytes;   /* multiple of 256 MiB */
-	uint64_t persistent_bytes; /* multiple of 256 MiB */
-	uint32_t lsa_size;	   /* label storage bytes; 0 = no Get/Set LSA */
-	uint8_t *lsa;		   /* lsa_size bytes, owned by the caller */
-	uint32_t poison_max;	   /* Poison List Maximum Media Error Records (24 bits) */
-	uint16_t event_log_size;   /* records each event log can hold */
-	uint8_t event_msgnum;	   /* MSI/MSI-X message number for event interrupts */
-	int16_t temperature_c;	   /* Get Health Info device temperature */
+	uint64_t volatile_bytes;		   /* multiple of 256 MiB */
+	uint64_t persistent_bytes;		   /* multiple of 256 MiB */
+	uint32_t lsa_size;			   /* label storage bytes; 0 = no Get/Set LSA */
+	uint8_t *lsa;				   /* lsa_size bytes, owned by the caller */
+	uint32_t poison_max;	 /* Poison List Maximum Media Error Records (24 bits) */
+	uint16_t event_log_size; /* records each event log can hold */
+	uint8_t event_msgnum;	 /* MSI/MSI-X message number for event interrupts */
+	int16_t temperature_c;	 /* Get Health Info device temperature */
 };
 
 struct vcxl_memdev;
@@ -211,7 +213,7 @@ struct vcxl_memdev {
 	uint64_t ts_value, ts_set_at;
 	bool bg_running;
 	uint16_t bg_opcode;
-	bool scan_valid; /* a scan completed: Get Scan Media Results has something */
+	bool scan_valid;   /* a scan completed: Get Scan Media Results has something */
 	uint64_t commands; /* doorbells served, for diagnostics */
 };
 

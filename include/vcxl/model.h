@@ -38,7 +38,9 @@ struct vcxl_model_cfg {
 	const char *backing;	 /* file backing device memory; NULL = memfd */
 	unsigned active_delay_ms; /* Memory_Active asserts this long after reset */
 	unsigned active_timeout_enc; /* Memory_Active_Timeout encoding 0..4 */
-	enum vcxl_model_kind kind; /* default VCXL_MODEL_ACCEL */
+
+	/* which personality; the zero value is the accelerator */
+	enum vcxl_model_kind kind;
 };
 
 struct vcxl_model;

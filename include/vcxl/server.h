@@ -59,6 +59,8 @@ struct vcxl_dev_ops {
 	int (*region_info)(void *dev, uint32_t index, struct vcxl_vregion_info *ri);
 	int (*region_read)(void *dev, uint32_t index, uint64_t off, void *buf, size_t len);
 	int (*region_write)(void *dev, uint32_t index, uint64_t off, const void *buf, size_t len);
+	/* Host pointer into a memory-backed region for zero-copy replies; may be NULL. */
+	void *(*region_ptr)(void *dev, uint32_t index, uint64_t off, size_t len);
 	int (*irq_info)(void *dev, uint32_t index, uint32_t *count, uint32_t *flags);
 	void (*set_irq_handler)(void *dev, vcxl_irq_fn fn, void *opaque);
 	/* The client (dis)armed a vector's trigger eventfd: the host programs the

@@ -88,6 +88,10 @@ int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregi
 int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf, size_t len);
 int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, const void *buf,
 			   size_t len);
+/* A host pointer to [off, off+len) of a memory-backed region (the CXL
+ * region), for zero-copy transfers; NULL if the region has none. The pointer
+ * stays valid until vcxl_vdev_destroy. */
+void *vcxl_vdev_region_ptr(struct vcxl_vdev *v, uint32_t index, uint64_t off, size_t len);
 /* IRQs: count of vectors and VFIO_IRQ_INFO_* flags per VFIO IRQ index. */
 int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uint32_t *flags);
 /* The client armed (gave an eventfd to) or disarmed IRQ vector `vector` of

@@ -36,6 +36,12 @@ struct vcxl_client {
 	uint64_t dma_requests;
 	vcxl_client_trace_fn trace;
 	void *trace_opaque;
+	bool rcvtimeo; /* SO_RCVTIMEO holds the default timeout */
+	/* REGION_READ straight into the caller's buffer (no payload copy) */
+	void *direct_dst;
+	size_t direct_len;
+	uint16_t direct_id;
+	bool direct_done;
 };
 
 static void trace_msg(struct vcxl_client *c, bool sent, const struct iovec *iov, int n)
@@ -110,11 +116,16 @@ static int client_recv_msg(struct vcxl_client *c, struct vcxl_client_reply *rep,
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
-	rc = client_wait(c, timeout_ms);
-	if (rc)
-		return rc;
+	/* With SO_RCVTIMEO set to the default timeout, the receive waits by itself. */
+	if (!(c->rcvtimeo && timeout_ms == CLIENT_TIMEOUT_MS)) {
+		rc = client_wait(c, timeout_ms);
+		if (rc)
+			return rc;
+	}
 	rc = vcxl_sock_recv_all(c->fd, &rep->hdr, sizeof(rep->hdr), rep->fds,
 				VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
+	if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+		rc = -ETIMEDOUT;
 	if (rc)
 		goto fail;
 	if (rep->hdr.msg_size < sizeof(rep->hdr) || rep->hdr.msg_size > CLIENT_MAX_MSG) {
@@ -122,6 +133,26 @@ static int client_recv_msg(struct vcxl_client *c, struct vcxl_client_reply *rep,
 		goto fail;
 	}
 	rep->len = rep->hdr.msg_size - sizeof(rep->hdr);
+	if (c->direct_dst && rep->hdr.msg_id == c->direct_id &&
+	    (rep->hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY &&
+	    !(rep->hdr.flags & VFIO_USER_F_ERROR) && !c->trace &&
+	    rep->len == sizeof(struct vfio_user_region_access) + c->direct_len) {
+		rep->len = sizeof(struct vfio_user_region_access);
+		rep->data = malloc(rep->len);
+		if (!rep->data) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		rc = vcxl_sock_recv_all(c->fd, rep->data, rep->len, rep->fds,
+					VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
+		rc = rc
+			 ?: vcxl_sock_recv_all(c->fd, c->direct_dst, c->direct_len, rep->fds,
+					       VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
+		if (rc)
+			goto fail;
+		c->direct_done = true;
+		return ctrunc ? -EPROTO : 0;
+	}
 	if (rep->len) {
 		rep->data = malloc(rep->len);
 		if (!rep->data) {
@@ -392,6 +423,10 @@ int vcxl_client_from_fd(int fd, struct vcxl_client **out)
 		return -ENOMEM;
 	}
 	c->fd = fd;
+	/* Blocking receives time out by themselves (no poll per reply). */
+	struct timeval tv = {.tv_sec = CLIENT_TIMEOUT_MS / 1000,
+			     .tv_usec = (CLIENT_TIMEOUT_MS % 1000) * 1000};
+	c->rcvtimeo = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0;
 	c->caps.max_msg_fds = VFIO_USER_DEF_MAX_MSG_FDS;
 	c->caps.max_data_xfer_size = VFIO_USER_DEF_MAX_XFER;
 	*out = c;
@@ -584,15 +619,23 @@ int vcxl_client_region_read(struct vcxl_client *c, uint32_t index, uint64_t off,
 		struct vfio_user_region_access a = {.offset = off, .region = index, .count = n};
 		struct iovec iov = {&a, sizeof(a)};
 		struct vcxl_client_reply rep;
-		int rc = client_xchg(c, VFIO_USER_REGION_READ, 0, &iov, 1, NULL, 0, &rep);
 
+		c->direct_dst = buf;
+		c->direct_len = n;
+		c->direct_id = c->next_id;
+		c->direct_done = false;
+		int rc = client_xchg(c, VFIO_USER_REGION_READ, 0, &iov, 1, NULL, 0, &rep);
+		bool direct = c->direct_done;
+
+		c->direct_dst = NULL;
 		if (rc)
 			return rc;
-		if (rep.len != sizeof(a) + n) {
+		if (direct ? rep.len != sizeof(a) : rep.len != sizeof(a) + n) {
 			vcxl_client_reply_free(&rep);
 			return -EPROTO;
 		}
-		memcpy(buf, rep.data + sizeof(a), n);
+		if (!direct)
+			memcpy(buf, rep.data + sizeof(a), n);
 		vcxl_client_reply_free(&rep);
 		buf = (uint8_t *)buf + n;
 		off += n;

@@ -123,10 +123,10 @@ static uint16_t cmd_set_int_policy(struct vcxl_memdev *d, struct vcxl_mbox_cmd *
 	}
 	for (size_t i = 0; i < c->in_len; i++) {
 		unsigned mode = (unsigned)VCXL_FIELD_GET(CXL_INT_MODE, c->in[i]);
-		d->int_policy[i] = (uint8_t)(mode == CXL_INT_MSI_MSIX
-						 ? mode | VCXL_FIELD_PREP(CXL_INT_MSGNUM,
-									  d->facts.event_msgnum)
-						 : CXL_INT_NONE);
+		d->int_policy[i] =
+		    (uint8_t)(mode == CXL_INT_MSI_MSIX
+				  ? mode | VCXL_FIELD_PREP(CXL_INT_MSGNUM, d->facts.event_msgnum)
+				  : CXL_INT_NONE);
 	}
 	return CXL_MBOX_RC_SUCCESS;
 }
@@ -345,28 +345,23 @@ static const struct mbox_cmd_desc mbox_cmds[] = {
      cmd_get_events, "Get Event Records"},
     {CXL_MBOX_OP_CLEAR_EVENT_RECORDS, CXL_CEL_EFFECT_IMM_LOG, CXL_CLEAR_EVENTS_HDR_SIZE,
      MBOX_VARIABLE, 0, cmd_clear_events, "Clear Event Records"},
-    {CXL_MBOX_OP_GET_EVT_INT_POLICY, 0, 0, 0, 0, cmd_get_int_policy,
-     "Get Event Interrupt Policy"},
+    {CXL_MBOX_OP_GET_EVT_INT_POLICY, 0, 0, 0, 0, cmd_get_int_policy, "Get Event Interrupt Policy"},
     {CXL_MBOX_OP_SET_EVT_INT_POLICY, CXL_CEL_EFFECT_IMM_CONFIG, CXL_INT_POLICY_SIZE_V2,
      CXL_INT_POLICY_SIZE, 0, cmd_set_int_policy, "Set Event Interrupt Policy"},
     {CXL_MBOX_OP_GET_FW_INFO, 0, 0, 0, 0, cmd_get_fw_info, "Get FW Info"},
     {CXL_MBOX_OP_GET_TIMESTAMP, 0, 0, 0, 0, cmd_get_timestamp, "Get Timestamp"},
-    {CXL_MBOX_OP_SET_TIMESTAMP, CXL_CEL_EFFECT_IMM_POLICY, CXL_TIMESTAMP_SIZE,
-     CXL_TIMESTAMP_SIZE, 0, cmd_set_timestamp, "Set Timestamp"},
-    {CXL_MBOX_OP_GET_SUPPORTED_LOGS, 0, 0, 0, 0, cmd_get_supported_logs,
-     "Get Supported Logs"},
-    {CXL_MBOX_OP_GET_LOG, 0, CXL_GET_LOG_IN_SIZE, CXL_GET_LOG_IN_SIZE, 0, cmd_get_log,
-     "Get Log"},
+    {CXL_MBOX_OP_SET_TIMESTAMP, CXL_CEL_EFFECT_IMM_POLICY, CXL_TIMESTAMP_SIZE, CXL_TIMESTAMP_SIZE,
+     0, cmd_set_timestamp, "Set Timestamp"},
+    {CXL_MBOX_OP_GET_SUPPORTED_LOGS, 0, 0, 0, 0, cmd_get_supported_logs, "Get Supported Logs"},
+    {CXL_MBOX_OP_GET_LOG, 0, CXL_GET_LOG_IN_SIZE, CXL_GET_LOG_IN_SIZE, 0, cmd_get_log, "Get Log"},
     {CXL_MBOX_OP_IDENTIFY, 0, 0, 0, 0, cmd_identify, "Identify Memory Device"},
-    {CXL_MBOX_OP_GET_PARTITION_INFO, 0, 0, 0, 0, cmd_get_partition_info,
-     "Get Partition Info"},
+    {CXL_MBOX_OP_GET_PARTITION_INFO, 0, 0, 0, 0, cmd_get_partition_info, "Get Partition Info"},
     {CXL_MBOX_OP_GET_LSA, 0, CXL_GET_LSA_IN_SIZE, CXL_GET_LSA_IN_SIZE, MBOX_F_LSA, cmd_get_lsa,
      "Get LSA"},
-    {CXL_MBOX_OP_SET_LSA, CXL_CEL_EFFECT_IMM_CONFIG | CXL_CEL_EFFECT_IMM_DATA,
-     CXL_SET_LSA_HDR_SIZE, MBOX_VARIABLE, MBOX_F_LSA, cmd_set_lsa, "Set LSA"},
+    {CXL_MBOX_OP_SET_LSA, CXL_CEL_EFFECT_IMM_CONFIG | CXL_CEL_EFFECT_IMM_DATA, CXL_SET_LSA_HDR_SIZE,
+     MBOX_VARIABLE, MBOX_F_LSA, cmd_set_lsa, "Set LSA"},
     {CXL_MBOX_OP_GET_HEALTH_INFO, 0, 0, 0, 0, cmd_get_health_info, "Get Health Info"},
-    {CXL_MBOX_OP_GET_ALERT_CONFIG, 0, 0, 0, 0, cmd_get_alert_config,
-     "Get Alert Configuration"},
+    {CXL_MBOX_OP_GET_ALERT_CONFIG, 0, 0, 0, 0, cmd_get_alert_config, "Get Alert Configuration"},
     {CXL_MBOX_OP_GET_POISON, 0, CXL_POISON_IN_SIZE, CXL_POISON_IN_SIZE, 0, cmd_get_poison,
      "Get Poison List"},
     {CXL_MBOX_OP_GET_SCAN_MEDIA_CAPS, 0, CXL_SCAN_CAPS_IN_SIZE, CXL_SCAN_CAPS_IN_SIZE, 0,
@@ -399,8 +394,7 @@ unsigned vcxl_mbox_cel_count(const struct vcxl_memdev *d)
 	return n;
 }
 
-int vcxl_mbox_cel_entry(const struct vcxl_memdev *d, unsigned i, uint16_t *opcode,
-			uint16_t *effect)
+int vcxl_mbox_cel_entry(const struct vcxl_memdev *d, unsigned i, uint16_t *opcode, uint16_t *effect)
 {
 	for (unsigned k = 0; k < MBOX_NR_CMDS; k++) {
 		if (!cmd_available(d, &mbox_cmds[k]))
@@ -471,7 +465,8 @@ static void mbox_run(struct vcxl_memdev *d)
 	}
 	for (size_t i = 0; i < c.out_len; i++)
 		vcxl_rf_set8(d->rf, pl + (uint32_t)i, d->out[i]);
-	cmd = (cmd & CXLDEV_MBOX_CMD_OPCODE) | VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_PAYLOAD_LEN, c.out_len);
+	cmd = (cmd & CXLDEV_MBOX_CMD_OPCODE) |
+	      VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_PAYLOAD_LEN, c.out_len);
 	rf_set64(d->rf, mbox_reg(d, CXLDEV_MBOX_CMD), cmd);
 	uint64_t st = vcxl_rf_get64(d->rf, mbox_reg(d, CXLDEV_MBOX_STATUS));
 	st = (st & CXLDEV_MBOX_STATUS_BG_OP) | VCXL_FIELD_PREP(CXLDEV_MBOX_STATUS_RC, rc);
@@ -519,9 +514,8 @@ static int memdev_cap_array(struct vcxl_memdev *d)
 	    {CXLDEV_CAP_ID_PRIMARY_MBOX, CAP_VER_MBOX, VCXL_MDEV_MBOX_OFF},
 	    {CXLDEV_CAP_ID_MEMDEV, CAP_VER_MEMDEV, VCXL_MDEV_MEMDEV_OFF},
 	};
-	uint32_t len[VCXL_MDEV_NR_CAPS] = {CXLDEV_EVENT_STATUS_SIZE,
-					   CXLDEV_MBOX_PAYLOAD + d->payload_size,
-					   CXLMDEV_STATUS_SIZE};
+	uint32_t len[VCXL_MDEV_NR_CAPS] = {
+	    CXLDEV_EVENT_STATUS_SIZE, CXLDEV_MBOX_PAYLOAD + d->payload_size, CXLMDEV_STATUS_SIZE};
 	uint64_t arr = VCXL_FIELD_PREP(CXLDEV_CAP_ARRAY_ID, CXLDEV_CAP_ARRAY_CAP_ID) |
 		       VCXL_FIELD_PREP(CXLDEV_CAP_ARRAY_VERSION, CXLDEV_CAP_ARRAY_VER) |
 		       VCXL_FIELD_PREP(CXLDEV_CAP_ARRAY_TYPE, CXLDEV_CAP_ARRAY_TYPE_MEMDEV) |
@@ -553,9 +547,10 @@ static int memdev_mailbox(struct vcxl_memdev *d)
 	rc = rc
 		 ?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CTRL), 4,
 				   ~(uint32_t)CXLDEV_MBOX_CTRL_DOORBELL, VCXL_RF_RSVD);
-	rc = rc
-		 ?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CMD), 8,
-				   CXLDEV_MBOX_CMD_OPCODE | CXLDEV_MBOX_CMD_PAYLOAD_LEN, VCXL_RF_RW);
+	rc =
+	    rc
+		?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CMD), 8,
+				  CXLDEV_MBOX_CMD_OPCODE | CXLDEV_MBOX_CMD_PAYLOAD_LEN, VCXL_RF_RW);
 	rc = rc
 		 ?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CMD), 8,
 				   ~(CXLDEV_MBOX_CMD_OPCODE | CXLDEV_MBOX_CMD_PAYLOAD_LEN),
@@ -576,8 +571,8 @@ int vcxl_memdev_layout(struct vcxl_memdev *d, struct vcxl_regfile *rf, uint32_t 
 	if (!d || !rf || !facts || (base & 7) || payload_shift < CXLDEV_MBOX_PAYLOAD_MIN_SHIFT ||
 	    payload_shift > CXLDEV_MBOX_PAYLOAD_MAX_SHIFT || base > rf->size ||
 	    vcxl_memdev_block_size(payload_shift) > rf->size - base ||
-	    (facts->lsa_size && !facts->lsa) || (facts->volatile_bytes | facts->persistent_bytes) %
-						     CXL_CAPACITY_UNIT)
+	    (facts->lsa_size && !facts->lsa) ||
+	    (facts->volatile_bytes | facts->persistent_bytes) % CXL_CAPACITY_UNIT)
 		return -EINVAL;
 	*d = (struct vcxl_memdev){
 	    .rf = rf,

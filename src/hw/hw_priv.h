@@ -33,6 +33,8 @@ int hw_read_file(const char *path, char **buf, size_t *len, size_t max);
 /* First line of a sysfs attribute, trailing newline removed. */
 int hw_read_attr(const char *path, char *buf, size_t len);
 uint64_t hw_now_ns(void);
+/* "DDDD:BB:DD.F" */
+bool hw_is_bdf(const char *s);
 void hw_sleep_ns(uint64_t ns);
 
 #endif /* VCXL_HW_PRIV_H */

@@ -17,7 +17,7 @@
 #include "hw_priv.h"
 
 /* "DDDD:BB:DD.F" */
-static bool is_bdf(const char *s)
+bool hw_is_bdf(const char *s)
 {
 	unsigned d, b, s2, f;
 	char tail;
@@ -77,8 +77,8 @@ static bool has_child(const char *dir, char *child, size_t len)
 	if (!d)
 		return false;
 	while ((e = readdir(d))) {
-		if (is_bdf(e->d_name)) {
-			snprintf(child, len, "%s", e->d_name);
+		if (hw_is_bdf(e->d_name)) {
+			snprintf(child, len, "%.15s", e->d_name);
 			found = true;
 			break;
 		}
@@ -98,7 +98,7 @@ static int check_other_ports(const char *hbdir, const char *rp, char *err, size_
 		return hw_err(err, errlen, -errno, "%s: %s", hbdir, strerror(errno));
 	while ((e = readdir(d)) && !rc) {
 		char sub[PATH_MAX], child[64];
-		if (!is_bdf(e->d_name) || !strcmp(e->d_name, rp))
+		if (!hw_is_bdf(e->d_name) || !strcmp(e->d_name, rp))
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", hbdir, e->d_name);
 		if (has_child(sub, child, sizeof(child)))
@@ -144,7 +144,7 @@ int vcxl_hw_topo_find(const char *sysfs_root, const char *bdf, struct vcxl_hw_to
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	if (!bdf || !is_bdf(bdf))
+	if (!bdf || !hw_is_bdf(bdf))
 		return hw_err(err, errlen, -EINVAL, "'%s' is not a PCI address DDDD:BB:DD.F",
 			      bdf ? bdf : "");
 	snprintf(t->bdf, sizeof(t->bdf), "%s", bdf);

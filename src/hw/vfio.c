@@ -237,17 +237,20 @@ int vcxl_hw_vfio_open(const struct vcxl_hw_vfio_cfg *cfg, struct vcxl_hw_vfio **
 		      size_t errlen)
 {
 	struct open_ctx o = {.cfg = cfg};
-	struct vcxl_hw_topo topo;
+	struct stat st;
 	char why[256] = "";
 	int rc;
 
 	*out = NULL;
 	if (!cfg || !cfg->bdf)
 		return hw_err(err, errlen, -EINVAL, "no device (--device BDF)");
-	/* validates the BDF format too */
-	rc = vcxl_hw_topo_find(cfg->sysfs_root, cfg->bdf, &topo, why, sizeof(why));
-	if (rc == -EINVAL || rc == -ENOENT)
-		return hw_err(err, errlen, rc, "%s", why);
+	if (!hw_is_bdf(cfg->bdf))
+		return hw_err(err, errlen, -EINVAL, "'%s' is not a PCI address DDDD:BB:DD.F",
+			      cfg->bdf);
+	snprintf(o.devdir, sizeof(o.devdir), "%s/bus/pci/devices/%s", hw_or(cfg->sysfs_root, "/sys"),
+		 cfg->bdf);
+	if (stat(o.devdir, &st))
+		return hw_err(err, errlen, -errno, "%s: %s", o.devdir, strerror(errno));
 	struct vcxl_hw_vfio *v = calloc(1, sizeof(*v));
 	if (!v)
 		return hw_err(err, errlen, -ENOMEM, "out of memory");
@@ -255,8 +258,6 @@ int vcxl_hw_vfio_open(const struct vcxl_hw_vfio_cfg *cfg, struct vcxl_hw_vfio **
 	v->mem_fd = v->dax_fd = -1;
 	snprintf(v->bdf, sizeof(v->bdf), "%s", cfg->bdf);
 	snprintf(v->devmem, sizeof(v->devmem), "%s", hw_or(cfg->devmem, "/dev/mem"));
-	snprintf(o.devdir, sizeof(o.devdir), "%s/bus/pci/devices/%s", hw_or(cfg->sysfs_root, "/sys"),
-		 cfg->bdf);
 	o.dev_root = hw_or(cfg->dev_root, "/dev");
 	if ((rc = check_driver(&o, err, errlen)))
 		goto fail;

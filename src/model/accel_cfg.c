@@ -65,7 +65,9 @@ static int cfg_header(const struct vcxl_model *m, struct vcxl_regfile *rf)
 	rc = rc ?: vcxl_rf_init_val(rf, PCI_STATUS, 2, PCI_STATUS_CAP_LIST);
 	rc = rc ?: vcxl_rf_define(rf, PCI_STATUS, 2, STATUS_RW1C, VCXL_RF_RW1C);
 	rc = rc ?: vcxl_rf_define(rf, PCI_STATUS, 2, STATUS_RSVD, VCXL_RF_RSVD);
-	rc = rc ?: vcxl_rf_init_val(rf, PCI_CLASS_REVISION, 4, (model_class(m) << 8) | MODEL_REVISION);
+	rc = rc
+		 ?: vcxl_rf_init_val(rf, PCI_CLASS_REVISION, 4,
+				     (model_class(m) << 8) | MODEL_REVISION);
 	rc = rc ?: vcxl_rf_define(rf, PCI_CACHE_LINE_SIZE, 1, 0xff, VCXL_RF_RW);
 	rc = rc ?: vcxl_rf_init_val(rf, PCI_HEADER_TYPE, 1, PCI_HEADER_TYPE_NORMAL);
 	rc = rc ?: cfg_bars(m, rf);
@@ -238,8 +240,8 @@ static int cfg_cxl_dvsecs(struct vcxl_model *m)
 	    {MODEL_COMP_BAR, CXL_REGLOC_RBI_COMPONENT, m->comp_off},
 	    {MODEL_CTRL_BAR, CXL_REGLOC_RBI_MEMDEV, VCXL_MODEL_T3_MEMDEV_OFF},
 	};
-	uint16_t flexbus = CXL_FLEXBUS_CACHE | CXL_FLEXBUS_IO | CXL_FLEXBUS_MEM |
-			   CXL_FLEXBUS_68B_FLIT_VH;
+	uint16_t flexbus =
+	    CXL_FLEXBUS_CACHE | CXL_FLEXBUS_IO | CXL_FLEXBUS_MEM | CXL_FLEXBUS_68B_FLIT_VH;
 
 	/* Type-3: no CXL.cache, and the memory device registers are listed too */
 	if (model_is_type3(m)) {
@@ -258,8 +260,7 @@ static int cfg_cxl_dvsecs(struct vcxl_model *m)
 			(uint16_t)(VCXL_FIELD_PREP(CXL_GPF_DEV_PHASE2_BASE, 1) |
 				   VCXL_FIELD_PREP(CXL_GPF_DEV_PHASE2_SCALE, 5)),
 			2000);
-	rc = rc
-		 ?: vcxl_dvsec_flexbus_layout(rf, MODEL_DVSEC_FLEXBUS, MODEL_DOE, flexbus);
+	rc = rc ?: vcxl_dvsec_flexbus_layout(rf, MODEL_DVSEC_FLEXBUS, MODEL_DOE, flexbus);
 	rc = rc ?: vcxl_doe_layout(&m->doe, rf, MODEL_DOE, 0, m->cdat, (size_t)m->cdat_len);
 	return rc;
 }

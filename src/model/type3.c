@@ -70,8 +70,8 @@ static void t3_refresh(void *opaque, struct vcxl_memdev *d)
 {
 	struct vcxl_model *m = opaque;
 
-	vcxl_memdev_set_media(d, model_mem_active(m) ? CXLMDEV_MEDIA_READY
-						     : CXLMDEV_MEDIA_NOT_READY);
+	vcxl_memdev_set_media(d,
+			      model_mem_active(m) ? CXLMDEV_MEDIA_READY : CXLMDEV_MEDIA_NOT_READY);
 }
 
 static const struct vcxl_memdev_ops t3_ops = {

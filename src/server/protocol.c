@@ -960,6 +960,16 @@ static int handle_region_read(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 	rc = region_access_check(c, m, &a);
 	if (rc)
 		return reply_error(r, rc);
+	void *direct = c->ops->region_ptr && sizeof(a) + a.count > sizeof(r->small)
+			   ? c->ops->region_ptr(c->dev, a.region, a.offset, a.count)
+			   : NULL;
+	if (direct) {
+		/* memory-backed region: the reply is sent straight from its mapping */
+		memcpy(r->small, &a, sizeof(a));
+		reply_payload(r, r->small, sizeof(a));
+		reply_payload(r, direct, a.count);
+		return 0;
+	}
 	if (sizeof(a) + a.count <= sizeof(r->small)) {
 		buf = r->small;
 	} else {

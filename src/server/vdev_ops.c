@@ -28,6 +28,11 @@ static int sdev_region_write(void *dev, uint32_t index, uint64_t off, const void
 	return vcxl_vdev_region_write(sdev_vdev(dev), index, off, buf, len);
 }
 
+static void *sdev_region_ptr(void *dev, uint32_t index, uint64_t off, size_t len)
+{
+	return vcxl_vdev_region_ptr(sdev_vdev(dev), index, off, len);
+}
+
 static int sdev_irq_info(void *dev, uint32_t index, uint32_t *count, uint32_t *flags)
 {
 	return vcxl_vdev_irq_info(sdev_vdev(dev), index, count, flags);
@@ -82,6 +87,7 @@ const struct vcxl_dev_ops vcxl_sdev_ops = {
     .region_info = sdev_region_info,
     .region_read = sdev_region_read,
     .region_write = sdev_region_write,
+    .region_ptr = sdev_region_ptr,
     .irq_info = sdev_irq_info,
     .set_irq_handler = sdev_set_irq_handler,
     .irq_arm = sdev_irq_arm,

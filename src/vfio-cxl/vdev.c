@@ -5,6 +5,7 @@
  * virtualised reset.
  */
 #include <errno.h>
+#include <sys/mman.h>
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@
 /* Reverse of vcxl_vdev_create, from wherever it got to. */
 static void vdev_teardown(struct vcxl_vdev *v)
 {
+	if (v->region_map)
+		munmap(v->region_map, v->region->size);
+	v->region_map = NULL;
 	vcomp_fini(v);
 	vcfg_fini(v);
 	if (v->region)
@@ -183,13 +187,45 @@ int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregi
 
 /* ---- Region access -------------------------------------------------------- */
 
+/* The CXL region mapped into the server, MAP_SHARED over the region's fd. */
+static uint8_t *cxl_region_map(struct vcxl_vdev *v)
+{
+	const struct vcxl_region *r = v->region;
+
+	if (!v->region_map && r->fd >= 0) {
+		void *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
+			       (off_t)r->fd_offset);
+		if (p != MAP_FAILED)
+			v->region_map = p;
+	}
+	return v->region_map;
+}
+
+void *vcxl_vdev_region_ptr(struct vcxl_vdev *v, uint32_t index, uint64_t off, size_t len)
+{
+	const struct vcxl_region *r = v->region;
+
+	if (index != VCXL_VDEV_CXL_REGION || len == 0 || off >= r->size || len > r->size - off)
+		return NULL;
+	uint8_t *map = cxl_region_map(v);
+	return map ? map + off : NULL;
+}
+
 static int cxl_region_rw(struct vcxl_vdev *v, bool write, uint64_t off, void *buf, size_t len)
 {
 	const struct vcxl_region *r = v->region;
-	uint8_t *p = buf;
+	uint8_t *p = buf, *map;
 
 	if (len == 0 || off >= r->size || len > r->size - off)
 		return -EINVAL;
+	map = cxl_region_map(v);
+	if (map) {
+		if (write)
+			memcpy(map + off, buf, len);
+		else
+			memcpy(buf, map + off, len);
+		return 0;
+	}
 	while (len) {
 		off_t at = (off_t)(r->fd_offset + off);
 		ssize_t n = write ? pwrite(r->fd, p, len, at) : pread(r->fd, p, len, at);

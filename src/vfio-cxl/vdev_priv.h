@@ -77,6 +77,9 @@ struct vcxl_vdev {
 
 	struct vcxl_vbar bar[VCXL_NUM_BARS];
 
+	/* host mapping of the CXL region, made on first use (no page touched) */
+	uint8_t *region_map;
+
 	vcxl_hdm_notify_fn hdm_notify;
 	void *hdm_notify_opaque;
 	uint64_t virtual_cxl_resets, flrs;

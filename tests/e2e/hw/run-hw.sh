@@ -1,0 +1,249 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-hw.sh BUILDDIR - e2e-hw: the VFIO backend on QEMU's emulated CXL device.
+#
+# Outside: QEMU 10.2 (TCG) q35,cxl=on + intel-iommu, a pxb-cxl host bridge with
+# root port rp0 holding a volatile cxl-type3 (backed by a file here), optionally
+# a second empty root port, and one CFMWS window. Inside: Debian's 6.1 kernel,
+# busybox; the guest binds the device to vfio-pci, runs vcxl-hw-serve (the VFIO
+# backend + host window + vfio-cxl core + server library) and the vcxl CLI
+# (info, lspci, commit, hdm, memtest). Here: every STEP passed, the decoders read
+# back as the host core / host bridge code left them (and cleared at the end),
+# and the bytes memtest wrote are in the memory-backend file at the DPA the
+# decoders map. Output is TAP; "SKIP e2e-hw: ..." when no QEMU 10.2 is found.
+#
+# Environment: VCXL_QEMU, VCXL_E2E_HW_BOOTS (default "2rp 1rp": host bridge with
+# a decoder to program / pass-through host bridge), VCXL_E2E_TIMEOUT (s, 400),
+# VCXL_E2E_CACHE (kernel cache shared with e2e-qemu, ~/.cache/vcxl-e2e),
+# VCXL_E2E_HW_CACHE (~/.cache/vcxl-e2e-hw). Logs: BUILDDIR/e2e-hw/.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../../.." && pwd)
+BUILD=$(cd "${1:-build}" && pwd)
+LOG=$BUILD/e2e-hw
+BOOTS=${VCXL_E2E_HW_BOOTS:-2rp 1rp}
+TMO=${VCXL_E2E_TIMEOUT:-400}
+KCACHE=${VCXL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e}
+CACHE=${VCXL_E2E_HW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e-hw}
+mkdir -p "$LOG" "$CACHE"
+
+n=0
+nfail=0
+tap() { # tap 0|1 DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = 1 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; nfail=$((nfail + 1)); fi
+}
+skip_all() {
+	echo "SKIP e2e-hw: $1" >&2
+	echo "# SKIP e2e-hw: $1"
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+QPID=""
+TMP=""
+cleanup() {
+	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	[ -n "$TMP" ] && rm -rf "$TMP"
+	QPID=""
+	TMP=""
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+# ---- QEMU 10.2 (volatile cxl-type3): VCXL_QEMU, PATH, the bundled one ----
+qemu_ok() {
+	[ -x "$1" ] || return 1
+	"$1" --version 2>/dev/null | head -1 | grep -qE 'version (10\.([2-9]|[1-9][0-9])|1[1-9]|[2-9][0-9])\.' &&
+		"$1" -nodefaults -machine none -device cxl-type3,help 2>/dev/null | grep -q volatile-memdev
+}
+QEMU=""
+if [ -n "${VCXL_QEMU:-}" ]; then
+	qemu_ok "$VCXL_QEMU" && QEMU=$VCXL_QEMU || skip_all "VCXL_QEMU=$VCXL_QEMU is not QEMU >= 10.2 with cxl-type3"
+fi
+if [ -z "$QEMU" ]; then
+	q=$(command -v qemu-system-x86_64 2>/dev/null || true)
+	[ -n "$q" ] && qemu_ok "$q" && QEMU=$q
+fi
+if [ -z "$QEMU" ] && [ -f "$SRC/../shared/tools/qemu/install.sh" ]; then
+	q=$(VCXL_QEMU_DIR=${VCXL_QEMU_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-qemu} \
+		sh "$SRC/../shared/tools/qemu/install.sh" 2>/dev/null | tail -n 1)
+	[ -n "$q" ] && qemu_ok "$q" && QEMU=$q
+fi
+[ -n "$QEMU" ] || skip_all "no QEMU 10.2 (set VCXL_QEMU, or ../shared/tools/qemu/install.sh)"
+echo "# QEMU: $QEMU ($("$QEMU" --version | head -1))"
+
+# ---- guest kernel (shared cache with e2e-qemu, else our own download) ----
+KVER=$(cat "$KCACHE/kver" 2>/dev/null || cat "$CACHE/kver" 2>/dev/null || true)
+[ -n "$KVER" ] || KVER=$(apt-cache depends linux-image-amd64 2>/dev/null |
+	sed -n 's/.*Depends: linux-image-\([0-9.]*-[0-9]*-amd64\)$/\1/p' | head -1)
+[ -n "$KVER" ] || skip_all "cannot find a guest kernel version (apt-cache)"
+KROOT=$KCACHE/kroot
+if [ ! -f "$KROOT/boot/vmlinuz-$KVER" ]; then
+	KROOT=$CACHE/kroot
+	if [ ! -f "$KROOT/boot/vmlinuz-$KVER" ]; then
+		mkdir -p "$CACHE/debs"
+		ls "$CACHE"/debs/linux-image-"$KVER"_*.deb >/dev/null 2>&1 ||
+			(cd "$CACHE/debs" && apt-get download -q "linux-image-$KVER" >/dev/null 2>&1) ||
+			skip_all "cannot fetch the guest kernel (apt-get download linux-image-$KVER)"
+		rm -rf "$KROOT"
+		dpkg-deb -x "$CACHE"/debs/linux-image-"$KVER"_*.deb "$KROOT" || skip_all "dpkg-deb failed"
+	fi
+fi
+echo "$KVER" > "$CACHE/kver"
+echo "# guest kernel: $KVER ($KROOT)"
+
+# ---- initramfs: base (busybox + modules, cached) + overlay (ours, every run) ----
+BASE=$CACHE/base-$KVER.cpio.gz
+build_base() {
+	local S=$CACHE/base.staging m ko rel a
+	rm -rf "$S"
+	mkdir -p "$S"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,lib64,lib/x86_64-linux-gnu,lib/modules}
+	cp /bin/busybox "$S/bin/busybox"
+	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$S/bin/$a"; done
+	depmod -b "$KROOT" "$KVER"
+	mkdir -p "$S/lib/modules/$KVER"
+	for m in cxl_pci vfio vfio_pci vfio_pci_core vfio_iommu_type1 vfio_virqfd irqbypass; do
+		modprobe -C /dev/null -d "$KROOT" -S "$KVER" --show-depends "$m" 2>/dev/null |
+			awk '$1=="insmod"{print $2}'
+	done | sort -u | while read -r ko; do
+		rel=${ko#"$KROOT/"}
+		mkdir -p "$S/$(dirname "$rel")"
+		cp "$ko" "$S/$rel"
+	done
+	cp "$KROOT/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$S/lib/modules/$KVER/"
+	depmod -b "$S" "$KVER"
+	(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
+		gzip -6 > "$BASE.tmp" && mv "$BASE.tmp" "$BASE"
+	rm -rf "$S"
+}
+[ -s "$BASE" ] || build_base > "$LOG/build-base.log" 2>&1
+[ -s "$BASE" ] || { echo "Bail out! base initramfs (see $LOG/build-base.log)"; exit 1; }
+
+O=$LOG/overlay.staging
+rm -rf "$O"
+mkdir -p "$O/bin" "$O/usr/bin" "$O/lib/x86_64-linux-gnu" "$O/lib64"
+# the driver: static, against this build's libvcxl
+if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+	-I"$SRC/include" -o "$O/bin/vcxl-hw-serve" "$HERE/vcxl-hw-serve.c" "$BUILD/libvcxl.a" \
+	-ljson-c -lpthread -lm > "$LOG/build-driver.log" 2>&1; then
+	sed 's/^/# /' "$LOG/build-driver.log"
+	echo "Bail out! building vcxl-hw-serve failed"
+	exit 1
+fi
+# the unchanged CLI with its shared libraries
+CLI=$BUILD/src/tools/vcxl
+[ -x "$CLI" ] || { echo "Bail out! no $CLI (build the tree first)"; exit 1; }
+install -m 0755 "$CLI" "$O/usr/bin/vcxl"
+ldd "$CLI" | awk '/=>/ {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
+	[ -f "$lib" ] || continue
+	case "$lib" in
+	/lib64/*) cp -L "$lib" "$O/lib64/" ;;
+	*) cp -L "$lib" "$O/lib/x86_64-linux-gnu/" ;;
+	esac
+done
+install -m 0755 "$HERE/init.sh" "$O/init"
+(cd "$O" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
+	gzip -6 > "$LOG/overlay.cpio.gz"
+rm -rf "$O"
+cat "$BASE" "$LOG/overlay.cpio.gz" > "$LOG/initramfs.cpio.gz"
+
+# ---- checks on a finished boot ----
+field() { # field LINE KEY -> value of KEY=... in LINE
+	echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+pattern_check() { # FILE OFFSET LEN: vcxl memtest's pattern (src/tools/vcxl.c)
+	python3 - "$1" "$2" "$3" <<'EOF'
+import struct, sys
+path, off, ln = sys.argv[1], int(sys.argv[2], 0), int(sys.argv[3], 0)
+M = (1 << 64) - 1
+with open(path, 'rb') as f:
+    f.seek(off)
+    data = f.read(ln)
+bad = 0
+for i in range(0, ln, 8):
+    (v,) = struct.unpack_from('<Q', data, i)
+    if v != ((i * 0x9e3779b97f4a7c15) & M) ^ 0xc3a5c85c97cb3127:
+        bad += 1
+print(bad)
+EOF
+}
+
+check_boot() { # check_boot NAME CONSOLE MEMFILE RP2
+	local name=$1 con=$2 mem=$3 rp2=$4 s l
+	for s in find-device cedt no-cxl-acpi bind serve info lspci commit hdm memtest shutdown; do
+		l=$(grep -a "^STEP $s " "$con" | head -1)
+		tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "$name: $s ${l#STEP $s }"
+	done
+	local w r ep hb epa hba
+	w=$(grep -a '^HW window ' "$con" | head -1)
+	r=$(grep -a '^HW region ' "$con" | head -1)
+	ep=$(grep -a '^HW ep-live decoder0 ' "$con" | head -1)
+	epa=$(grep -a '^HW ep-after decoder0 ' "$con" | head -1)
+	local wb ws port hpa rs dpa
+	wb=$(field "$w" base); ws=$(field "$w" size); port=$(field "$w" port)
+	hpa=$(field "$r" hpa); rs=$(field "$r" size); dpa=$(field "$r" dpa)
+	tap "$([ -n "$wb" ] && [ "$(field "$w" restrictions)" != "" ] && echo 1 || echo 0)" \
+		"$name: window from the CEDT: base=$wb size=$ws port=$port"
+	tap "$([ -n "$hpa" ] && [ "$((hpa))" -ge "$((wb))" ] && [ "$((hpa + rs))" -le "$((wb + ws))" ] && echo 1 || echo 0)" \
+		"$name: region HPA $hpa+$rs inside the window"
+	tap "$([ "$(field "$ep" base)" = "$hpa" ] && [ "$(field "$ep" size)" = "$rs" ] &&
+		[ "$(field "$ep" committed)" = 1 ] && echo 1 || echo 0)" \
+		"$name: endpoint decoder 0 committed at the region (${ep#HW ep-live })"
+	tap "$(grep -aq '^HW verify=0' "$con" && echo 1 || echo 0)" "$name: vcxl_region_verify while serving"
+	tap "$([ "$(field "$epa" committed)" = 0 ] && [ "$(field "$epa" base)" = 0x0 ] &&
+		[ "$(field "$epa" size)" = 0x0 ] && echo 1 || echo 0)" \
+		"$name: endpoint decoder 0 cleared after shutdown (${epa#HW ep-after })"
+	if [ "$rp2" = 1 ]; then
+		hb=$(grep -a '^HW hb-committed decoder0 ' "$con" | head -1)
+		hba=$(grep -a '^HW hb-after decoder0 ' "$con" | head -1)
+		tap "$([ "$(field "$hb" base)" = "$wb" ] && [ "$(field "$hb" size)" = "$ws" ] &&
+			[ "$(field "$hb" committed)" = 1 ] && [ "$(($(field "$hb" tl) & 0xff))" = "$port" ] &&
+			echo 1 || echo 0)" "$name: host bridge decoder 0 committed over the window to port $port"
+		tap "$([ "$(field "$hba" committed)" = 0 ] && echo 1 || echo 0)" \
+			"$name: host bridge decoder 0 decommitted after shutdown"
+	else
+		tap "$(grep -aq '^HW hb-committed passthrough' "$con" && echo 1 || echo 0)" \
+			"$name: pass-through host bridge (one root port): nothing to program"
+	fi
+	local bad
+	bad=$(pattern_check "$mem" "${dpa:-0}" $((1 << 20)) 2>&1)
+	tap "$([ "$bad" = 0 ] && echo 1 || echo 0)" \
+		"$name: memtest's 1 MiB is in the memory-backend file at DPA ${dpa:-?} ($bad bad words)"
+}
+
+for boot in $BOOTS; do
+	rp2=0
+	[ "$boot" = 2rp ] && rp2=1
+	TMP=$(mktemp -d)
+	truncate -s 256M "$TMP/cxl-vmem.raw"
+	RP2_DEV=()
+	[ "$rp2" = 1 ] && RP2_DEV=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
+	CMD=("$QEMU" -L /usr/share/seabios -L /usr/share/qemu
+		-machine q35,cxl=on -accel tcg -m 1G,maxmem=4G,slots=4 -smp 2
+		-nographic -no-reboot -nic none
+		-kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$LOG/initramfs.cpio.gz"
+		-append "console=ttyS0 panic=-1 loglevel=4 intel_iommu=on"
+		-device intel-iommu,intremap=on,caching-mode=on
+		-object memory-backend-file,id=cxl-mem0,share=on,mem-path=$TMP/cxl-vmem.raw,size=256M
+		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
+		-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+		-device cxl-type3,bus=rp0,volatile-memdev=cxl-mem0,id=cxl-vmem0
+		"${RP2_DEV[@]}"
+		-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G)
+	printf '%q ' "${CMD[@]}" > "$LOG/$boot.qemu-cmd.log"
+	t0=$(date +%s)
+	timeout "$TMO" "${CMD[@]}" < /dev/null > "$LOG/$boot.console.log" 2>&1 &
+	QPID=$!
+	wait "$QPID"
+	qrc=$?
+	QPID=""
+	t1=$(date +%s)
+	echo "# $boot: QEMU rc=$qrc, $((t1 - t0)) s (console: $LOG/$boot.console.log)"
+	tap "$(grep -aq '=== E2E-HW DONE ===' "$LOG/$boot.console.log" && echo 1 || echo 0)" \
+		"$boot: guest ran to the end (QEMU rc=$qrc, $((t1 - t0)) s)"
+	grep -a -E '^(STEP|HW) ' "$LOG/$boot.console.log" | sed 's/^/# /'
+	check_boot "$boot" "$LOG/$boot.console.log" "$TMP/cxl-vmem.raw" "$rp2"
+	cleanup
+done
+echo "1..$n"
+[ "$nfail" = 0 ]
