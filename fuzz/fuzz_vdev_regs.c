@@ -230,8 +230,16 @@ static void fz_check_rf(const struct fz_dev *f, struct fz_rf *s, bool is_cfg, bo
 	if (!memcmp(s->pre, rf->val, rf->size))
 		return;
 	for (uint64_t i = 0; i < rf->size; i++) {
-		uint8_t old = s->pre[i], now = rf->val[i], d = old ^ now, ok = 0;
+		uint8_t old, now, d, ok = 0;
 
+		/* skip unchanged 64-byte blocks */
+		if (!(i % 64) && i + 64 <= rf->size && !memcmp(s->pre + i, rf->val + i, 64)) {
+			i += 63;
+			continue;
+		}
+		old = s->pre[i];
+		now = rf->val[i];
+		d = old ^ now;
 		if (!d)
 			continue;
 		if (now & rf->rsvd[i])

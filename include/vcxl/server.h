@@ -167,6 +167,10 @@ int vcxl_dma_add(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, uint32_
 		 uint64_t offset);
 /* Remove the mapping that matches exactly: 0 or -ENOENT. */
 int vcxl_dma_remove(struct vcxl_dma_table *t, uint64_t iova, uint64_t size);
+/* Remove every mapping inside [iova, iova+size) (VFIO type1 semantics):
+ * 0 with *removed (may be 0), or -EINVAL if a mapping straddles the range. */
+int vcxl_dma_remove_range(struct vcxl_dma_table *t, uint64_t iova, uint64_t size,
+			  unsigned *removed);
 void vcxl_dma_remove_all(struct vcxl_dma_table *t);
 /* Mapping containing iova, or NULL. */
 const struct vcxl_dma_map *vcxl_dma_find(const struct vcxl_dma_table *t, uint64_t iova);

@@ -160,6 +160,33 @@ int vcxl_dma_remove(struct vcxl_dma_table *t, uint64_t iova, uint64_t size)
 	return 0;
 }
 
+/*
+ * VFIO type1 semantics (VFIO_IOMMU_UNMAP_DMA), which QEMU's client relies on
+ * (with a vIOMMU it unmaps ranges it never mapped): drop every mapping that
+ * lies inside [iova, iova+size); a mapping only partly inside refuses the
+ * whole request (-EINVAL, nothing dropped); none inside is a success.
+ */
+int vcxl_dma_remove_range(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, unsigned *removed)
+{
+	unsigned first = dma_lower_bound(t, iova), last = first;
+
+	*removed = 0;
+	if (size == 0 || iova + size < iova)
+		return -EINVAL;
+	while (last < t->n && t->maps[last].iova < iova + size) {
+		const struct vcxl_dma_map *m = &t->maps[last];
+		if (m->iova < iova || m->iova + m->size > iova + size)
+			return -EINVAL;
+		last++;
+	}
+	for (unsigned i = first; i < last; i++)
+		dma_map_release(&t->maps[i]);
+	memmove(&t->maps[first], &t->maps[last], (t->n - last) * sizeof(*t->maps));
+	t->n -= last - first;
+	*removed = last - first;
+	return 0;
+}
+
 void vcxl_dma_remove_all(struct vcxl_dma_table *t)
 {
 	for (unsigned i = 0; i < t->n; i++)

@@ -549,11 +549,16 @@ static int handle_dma_unmap(struct vcxl_conn *c, struct vcxl_msg *m, struct repl
 		}
 		vcxl_dma_remove_all(&c->dma);
 	} else {
-		rc = vcxl_dma_remove(&c->dma, d.addr, d.size);
+		unsigned removed = 0;
+		rc = vcxl_dma_remove_range(&c->dma, d.addr, d.size, &removed);
+		if (!rc && !removed)
+			vcxl_log(VCXL_LOG_DEBUG, "%s: DMA_UNMAP [0x%llx, +0x%llx): nothing mapped",
+				 c->cfg.name ? c->cfg.name : "dev", (unsigned long long)d.addr,
+				 (unsigned long long)d.size);
 	}
 	if (rc) {
-		proto_err(c, m, "no mapping [0x%llx, +0x%llx)", (unsigned long long)d.addr,
-			  (unsigned long long)d.size);
+		proto_err(c, m, "range [0x%llx, +0x%llx) splits a mapping",
+			  (unsigned long long)d.addr, (unsigned long long)d.size);
 		return reply_error(r, -rc);
 	}
 	d.argsz = sizeof(d);

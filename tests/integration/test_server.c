@@ -82,10 +82,8 @@ static void test_two_devices_and_stall(struct harness *h)
 		close(mfd);
 		vcxl_client_close(a);
 		is(vcxl_client_connect(s0, &a), 0, "reconnect to device 0");
-		is(vcxl_client_dma_unmap(a, 0x100000, 1 << 20, 0), -ENOENT,
-		   "old mapping gone after disconnect");
 		is(vcxl_client_dma_map(a, 0x100000, 1 << 20, RW, -1, 0, NULL), 0,
-		   "the range can be mapped again");
+		   "old mapping gone after disconnect: the range maps again (no EEXIST)");
 		vcxl_client_close(a);
 	}
 }
@@ -179,13 +177,13 @@ static void test_malformed(struct harness *h)
 	     32,
 	     0,
 	     EEXIST},
-	    {"DMA_UNMAP not mapped",
+	    {"DMA_UNMAP size 0",
 	     VFIO_USER_DMA_UNMAP,
 	     0,
-	     {24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x70, 0, 0, 0, 0, 0, 0x10},
+	     {24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x70},
 	     24,
 	     0,
-	     ENOENT},
+	     EINVAL},
 	    {"DMA_UNMAP dirty-bitmap flag",
 	     VFIO_USER_DMA_UNMAP,
 	     0,

@@ -61,6 +61,20 @@ int main(void)
 	is(vcxl_dma_remove(&t, 0x11000, 0x3000), -ENOENT, "inexact start: ENOENT");
 	is(vcxl_dma_remove(&t, 0x10000, 0x4000), 0, "exact remove");
 	ok(vcxl_dma_find(&t, 0x10000) == NULL, "gone");
+	/* type1-style range unmap, as QEMU's client uses it */
+	unsigned removed = 99, before = t.n;
+	is(vcxl_dma_remove_range(&t, 0x80000000ull, 0x1000, &removed), 0,
+	   "range with nothing mapped: success");
+	is(removed, 0, "... nothing removed");
+	is(t.n, before, "... table unchanged");
+	is(vcxl_dma_remove_range(&t, t.maps[0].iova, t.maps[0].size / 2, &removed), -EINVAL,
+	   "range splitting a mapping: EINVAL");
+	is(t.n, before, "... nothing removed");
+	is(vcxl_dma_remove_range(&t, 0, 0, &removed), -EINVAL, "size 0: EINVAL");
+	is(vcxl_dma_remove_range(&t, ~0ull - 0xfff, 0x2000, &removed), -EINVAL, "overflow: EINVAL");
+	is(vcxl_dma_remove_range(&t, 0, ~0ull, &removed), 0, "a range covering everything");
+	is(removed, before, "... removes every mapping");
+	is(t.n, 0, "... table empty");
 	vcxl_dma_remove_all(&t);
 	is(t.n, 0, "remove all");
 

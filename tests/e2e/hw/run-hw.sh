@@ -241,8 +241,9 @@ for boot in $BOOTS; do
 	echo "# $boot: QEMU rc=$qrc, $((t1 - t0)) s (console: $LOG/$boot.console.log)"
 	tap "$(grep -aq '=== E2E-HW DONE ===' "$LOG/$boot.console.log" && echo 1 || echo 0)" \
 		"$boot: guest ran to the end (QEMU rc=$qrc, $((t1 - t0)) s)"
-	grep -a -E '^(STEP|HW) ' "$LOG/$boot.console.log" | sed 's/^/# /'
-	check_boot "$boot" "$LOG/$boot.console.log" "$TMP/cxl-vmem.raw" "$rp2"
+	tr -d '\r' < "$LOG/$boot.console.log" > "$LOG/$boot.console.txt"
+	grep -a -E '^(STEP|HW) ' "$LOG/$boot.console.txt" | sed 's/^/# /'
+	check_boot "$boot" "$LOG/$boot.console.txt" "$TMP/cxl-vmem.raw" "$rp2"
 	cleanup
 done
 echo "1..$n"
