@@ -26,7 +26,9 @@
  *         Control, Status and Read Mailbox dwords after a DOE access; or
  *      c) by a reset the access caused (FLR through Device Control: every
  *         byte; a virtual CXL reset: every byte of the DVSEC and component
- *         block), to its reset value.
+ *         block), to its reset value; the part of the access after the reset
+ *         may then change the bits software can write at all (RW, RWO,
+ *         RW1C) relative to the reset value.
  *     Reserved bits are never stored, and a read returns exactly the
  *     register file's bytes with reserved bits 0.
  *  3. Every access returns 0 or a negative errno.
@@ -245,8 +247,15 @@ static void fz_check_rf(const struct fz_dev *f, struct fz_rf *s, bool is_cfg, bo
 		if (now & rf->rsvd[i])
 			fz_fail("%s byte 0x%llx: reserved bits 0x%02x stored", s->name,
 				(unsigned long long)i, now & rf->rsvd[i]);
-		if (fz_reset_covers(f, is_cfg, i, flr, cxl_reset) && now == rf->reset_val[i])
-			continue;
+		if (fz_reset_covers(f, is_cfg, i, flr, cxl_reset)) {
+			if (now == rf->reset_val[i])
+				continue;
+			/* the rest of the access lands after the reset: reset value
+			 * plus bits software may write at all */
+			if (i >= s->lo && i < s->hi && a->write &&
+			    !((now ^ rf->reset_val[i]) & ~(rf->wmask[i] | rf->rwo[i] | rf->w1c[i])))
+				continue;
+		}
 		if (i >= s->lo && i < s->hi && a->write) {
 			ok = s->wr_pre[i - s->lo] | vcxl_rf_writable8(rf, (uint32_t)i);
 			/* RW1C: only 1 -> 0 */

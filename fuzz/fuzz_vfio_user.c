@@ -37,7 +37,7 @@
 #ifndef FZ_SHORT_DMA_FDS
 #define FZ_SHORT_DMA_FDS 0
 #endif
-#define FZ_MAX_COVER (4ull << 30)
+#define FZ_MAX_COVER ((uint64_t)INT64_MAX)
 
 static int fz_make_fd(uint8_t spec, uint64_t cover)
 {

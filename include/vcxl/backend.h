@@ -30,9 +30,9 @@ struct vcxl_bar_area {
 };
 
 struct vcxl_bar_info {
-	uint64_t size;	    /* 0 = BAR not implemented */
-	uint32_t flags;	    /* enum vcxl_bar_flags */
-	int fd;		    /* fd that maps the whole BAR at fd_offset, or -1 */
+	uint64_t size;	/* 0 = BAR not implemented */
+	uint32_t flags; /* enum vcxl_bar_flags */
+	int fd;		/* fd that maps the whole BAR at fd_offset, or -1 */
 	uint64_t fd_offset;
 	/* Only parts of the BAR can be mapped (VFIO sparse mmap): then fd is -1,
 	 * and area_fd maps area[0..nr_areas) at area_fd_offset + area offset.

@@ -30,9 +30,9 @@ struct vcxl_host;
 
 /* ---- ACPI CEDT (CXL r3.1 9.18) ------------------------------------------ */
 
-#define VCXL_CEDT_MAX_CHBS     16
-#define VCXL_CEDT_MAX_CFMWS    16
-#define VCXL_CEDT_MAX_TARGETS  16
+#define VCXL_CEDT_MAX_CHBS    16
+#define VCXL_CEDT_MAX_CFMWS   16
+#define VCXL_CEDT_MAX_TARGETS 16
 
 /* CFMWS Window Restrictions (CXL r3.1 Table 9-22) */
 #define VCXL_CFMWS_R_TYPE2    (1u << 0) /* device coherent (HDM-D/HDM-DB) */
@@ -42,8 +42,8 @@ struct vcxl_host;
 #define VCXL_CFMWS_R_FIXED    (1u << 4) /* fixed device configuration */
 
 struct vcxl_cedt_chbs {
-	uint32_t uid;	      /* host bridge _UID */
-	uint32_t cxl_version; /* 0 = RCH (CXL 1.1), 1 = CXL 2.0+ host bridge */
+	uint32_t uid;	       /* host bridge _UID */
+	uint32_t cxl_version;  /* 0 = RCH (CXL 1.1), 1 = CXL 2.0+ host bridge */
 	uint64_t base, length; /* component register block */
 };
 
@@ -78,8 +78,8 @@ const struct vcxl_cedt_chbs *vcxl_cedt_find_chbs(const struct vcxl_cedt *c, uint
 /* ---- Topology (sysfs) --------------------------------------------------- */
 
 struct vcxl_hw_topo {
-	char bdf[16];	 /* the endpoint */
-	char rp_bdf[16]; /* its root port */
+	char bdf[16];	  /* the endpoint */
+	char rp_bdf[16];  /* its root port */
 	char hb_name[32]; /* "pci0000:0c" */
 	uint32_t hb_uid;  /* the host bridge's ACPI _UID */
 	uint8_t rp_port;  /* root port's Port Number (PCIe Link Capabilities) */
@@ -117,8 +117,8 @@ struct vcxl_hw_hb {
 	struct vcxl_hw_regs regs;
 	uint32_t hdm_off; /* HDM capability from the block start; 0 = none (pass-through) */
 	unsigned hdm_count;
-	int decoder;	  /* decoder we committed, -1 none */
-	bool set_enable;  /* we turned HDM Decoder Enable on */
+	int decoder;	 /* decoder we committed, -1 none */
+	bool set_enable; /* we turned HDM Decoder Enable on */
 	/* /dev/mem mapping (vcxl_hw_hb_map) */
 	void *map;
 	size_t map_len;
@@ -202,11 +202,11 @@ int vcxl_hw_region_decode(const void *buf, size_t buflen, struct vcxl_hw_region 
 /* ---- The host address window, end to end --------------------------------- */
 
 struct vcxl_hw_window_cfg {
-	const char *cedt;  /* NULL = /sys/firmware/acpi/tables/CEDT */
-	const char *iomem; /* NULL = /proc/iomem */
+	const char *cedt;   /* NULL = /sys/firmware/acpi/tables/CEDT */
+	const char *iomem;  /* NULL = /proc/iomem */
 	const char *devmem; /* NULL = /dev/mem */
 	const char *sysfs_root;
-	bool hostonly;	   /* Type-3 (HDM-H) device: else Type-2 (device coherent) */
+	bool hostonly;	    /* Type-3 (HDM-H) device: else Type-2 (device coherent) */
 	bool no_hb_program; /* don't touch the host bridge (firmware did it) */
 };
 

@@ -186,6 +186,10 @@ struct vcxl_conn_cfg {
 	unsigned max_msg_fds;  /* 0 = VCXL_SRV_MAX_MSG_FDS */
 	int dma_timeout_ms;    /* 0 = VCXL_SRV_DMA_TIMEOUT_MS */
 	const char *name;      /* for logs */
+	/* Messages taken from the transport per readable event; 0 = until it
+	 * would block (bounded). A level-triggered socket loop uses 1, which
+	 * spares the recvmsg that only says EAGAIN. */
+	unsigned max_batch;
 };
 
 struct vcxl_conn_stats {

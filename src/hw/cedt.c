@@ -26,15 +26,15 @@
 #define CEDT_TYPE_CFMWS	 1
 
 /* CXL r3.1 9.18.1.2 Table 9-21: CHBS */
-#define CHBS_LEN	 32
-#define CHBS_UID	 4
-#define CHBS_VERSION	 8
-#define CHBS_BASE	 16
-#define CHBS_LENGTH	 24
-#define CHBS_VER_RCH	 0
-#define CHBS_VER_CXL2	 1
-#define CHBS_RCH_LEN	 0x2000 /* [spec] CXL 1.1 RCRB: 8 KiB */
-#define CHBS_CXL2_LEN	 0x10000
+#define CHBS_LEN      32
+#define CHBS_UID      4
+#define CHBS_VERSION  8
+#define CHBS_BASE     16
+#define CHBS_LENGTH   24
+#define CHBS_VER_RCH  0
+#define CHBS_VER_CXL2 1
+#define CHBS_RCH_LEN  0x2000 /* [spec] CXL 1.1 RCRB: 8 KiB */
+#define CHBS_CXL2_LEN 0x10000
 
 /* CXL r3.1 9.18.1.3 Table 9-22: CFMWS */
 #define CFMWS_FIXED_LEN	   36
@@ -119,8 +119,7 @@ static int parse_chbs(const uint8_t *p, unsigned rlen, unsigned at, struct vcxl_
 			return hw_err(err, errlen, -EINVAL, "CEDT: two CHBS for host bridge uid %u",
 				      h.uid);
 	if (c->nchbs >= VCXL_CEDT_MAX_CHBS)
-		return hw_err(err, errlen, -ENOSPC, "CEDT: more than %u CHBS",
-			      VCXL_CEDT_MAX_CHBS);
+		return hw_err(err, errlen, -ENOSPC, "CEDT: more than %u CHBS", VCXL_CEDT_MAX_CHBS);
 	c->chbs[c->nchbs++] = h;
 	return 0;
 }
@@ -131,15 +130,15 @@ static bool overlaps(uint64_t a, uint64_t as, uint64_t b, uint64_t bs)
 }
 
 /* CXL r3.1 9.18.1.3 */
-static int parse_cfmws(const uint8_t *p, unsigned rlen, unsigned at, struct vcxl_cedt *c,
-		       char *err, size_t errlen)
+static int parse_cfmws(const uint8_t *p, unsigned rlen, unsigned at, struct vcxl_cedt *c, char *err,
+		       size_t errlen)
 {
 	struct vcxl_cedt_cfmws w;
 
 	memset(&w, 0, sizeof(w));
 	if (rlen < CFMWS_FIXED_LEN)
-		return hw_err(err, errlen, -EINVAL, "CEDT: CFMWS at 0x%x: length %u < %u", at,
-			      rlen, CFMWS_FIXED_LEN);
+		return hw_err(err, errlen, -EINVAL, "CEDT: CFMWS at 0x%x: length %u < %u", at, rlen,
+			      CFMWS_FIXED_LEN);
 	w.base = get64(p + CFMWS_BASE);
 	w.size = get64(p + CFMWS_SIZE);
 	w.eniw = p[CFMWS_ENIW];
@@ -169,7 +168,7 @@ static int parse_cfmws(const uint8_t *p, unsigned rlen, unsigned at, struct vcxl
 	for (unsigned i = 0; i < c->ncfmws; i++)
 		if (overlaps(w.base, w.size, c->cfmws[i].base, c->cfmws[i].size))
 			return hw_err(err, errlen, -EINVAL,
-				      "CEDT: CFMWS 0x%llx+0x%llx overlaps window %u", 
+				      "CEDT: CFMWS 0x%llx+0x%llx overlaps window %u",
 				      (unsigned long long)w.base, (unsigned long long)w.size, i);
 	if (c->ncfmws >= VCXL_CEDT_MAX_CFMWS)
 		return hw_err(err, errlen, -ENOSPC, "CEDT: more than %u CFMWS",

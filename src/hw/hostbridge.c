@@ -120,8 +120,8 @@ static int hb_await_commit(struct vcxl_hw_hb *hb, unsigned n, char *err, size_t 
 			return hw_err(err, errlen, rc, "host bridge decoder %u: read failed", n);
 		if (ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR)
 			return hw_err(err, errlen, -EIO,
-				      "host bridge decoder %u: Error Not Committed (ctrl 0x%08x)", n,
-				      ctrl);
+				      "host bridge decoder %u: Error Not Committed (ctrl 0x%08x)",
+				      n, ctrl);
 		if (ctrl & CXL_HDM_DEC_CTRL_COMMITTED)
 			return 0;
 		if (hw_now_ns() - t0 >= HB_COMMIT_TMO_NS)
@@ -185,7 +185,8 @@ int vcxl_hw_hb_commit(struct vcxl_hw_hb *hb, uint64_t base, uint64_t size, uint8
 		return hw_err(err, errlen, rc, "host bridge HDM Global Control read failed");
 	if (!(g & CXL_HDM_GCTRL_ENABLE)) {
 		if ((rc = hb_wr(hb, hb->hdm_off + CXL_HDM_GLOBAL_CTRL, g | CXL_HDM_GCTRL_ENABLE)))
-			return hw_err(err, errlen, rc, "host bridge HDM Global Control write failed");
+			return hw_err(err, errlen, rc,
+				      "host bridge HDM Global Control write failed");
 		hb->set_enable = true;
 	}
 	if ((rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_CTRL(n), &ctrl)))
@@ -272,8 +273,8 @@ int vcxl_hw_hb_map(struct vcxl_hw_hb *hb, const char *devmem, uint64_t base, uin
 	/* O_SYNC: an uncached mapping (registers) */
 	int fd = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
 	if (fd < 0)
-		return hw_err(err, errlen, -errno, "%s: %s (host bridge registers need root)",
-			      path, strerror(errno));
+		return hw_err(err, errlen, -errno, "%s: %s (host bridge registers need root)", path,
+			      strerror(errno));
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)base);
 	int e = errno;
 	close(fd);
@@ -337,8 +338,7 @@ static int window_free(const struct vcxl_hw_window_cfg *cfg, const struct vcxl_c
 }
 
 int vcxl_hw_window_setup(struct vcxl_hw_vfio *v, const struct vcxl_hw_window_cfg *cfg,
-			 struct vcxl_host *h, struct vcxl_hw_window **out, char *err,
-			 size_t errlen)
+			 struct vcxl_host *h, struct vcxl_hw_window **out, char *err, size_t errlen)
 {
 	static const struct vcxl_hw_window_cfg dflt;
 	const struct vcxl_cedt_cfmws *w;
@@ -360,8 +360,8 @@ int vcxl_hw_window_setup(struct vcxl_hw_vfio *v, const struct vcxl_hw_window_cfg
 				    errlen)) ||
 	    (rc = vcxl_cedt_read(cfg->cedt, cedt, err, errlen)))
 		goto fail;
-	uint16_t need = VCXL_CFMWS_R_VOLATILE |
-			(cfg->hostonly ? VCXL_CFMWS_R_TYPE3 : VCXL_CFMWS_R_TYPE2);
+	uint16_t need =
+	    VCXL_CFMWS_R_VOLATILE | (cfg->hostonly ? VCXL_CFMWS_R_TYPE3 : VCXL_CFMWS_R_TYPE2);
 	if ((rc = vcxl_hw_pick_window(cedt, win->topo.hb_uid, need, &w, err, errlen)))
 		goto fail;
 	win->win = *w;

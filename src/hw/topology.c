@@ -51,7 +51,8 @@ static int rp_port_number(const char *rpdir, uint8_t *port, char *err, size_t er
 	unsigned ptr = cfg[PCI_CAPABILITY_LIST] & ~3u;
 	for (unsigned guard = 0; ptr >= 0x40 && ptr + 0x10 <= (unsigned)n && guard < 48; guard++) {
 		if (cfg[ptr] == PCI_CAP_ID_EXP) {
-			unsigned flags = cfg[ptr + PCI_EXP_FLAGS] | (cfg[ptr + PCI_EXP_FLAGS + 1] << 8);
+			unsigned flags =
+			    cfg[ptr + PCI_EXP_FLAGS] | (cfg[ptr + PCI_EXP_FLAGS + 1] << 8);
 			unsigned type = (flags & PCI_EXP_FLAGS_TYPE) >> 4;
 			if (type != PCI_EXP_TYPE_ROOT_PORT)
 				return hw_err(err, errlen, -EOPNOTSUPP,
@@ -163,7 +164,8 @@ int vcxl_hw_topo_find(const char *sysfs_root, const char *bdf, struct vcxl_hw_to
 	unsigned depth = n - (unsigned)root - 1;
 	if (depth < 2)
 		return hw_err(err, errlen, -EOPNOTSUPP,
-			      "%s sits on the root bus (no root port; RCH/RCiEP): unsupported", bdf);
+			      "%s sits on the root bus (no root port; RCH/RCiEP): unsupported",
+			      bdf);
 	if (depth > 2)
 		return hw_err(err, errlen, -EOPNOTSUPP,
 			      "%s is behind a switch (%u levels below root port %s): unsupported",
@@ -202,8 +204,7 @@ static bool iomem_line(const char *l, uint64_t *s, uint64_t *e, const char **nam
 	return *e >= *s;
 }
 
-int vcxl_hw_iomem_claimed(const char *iomem, uint64_t base, uint64_t size, char *who,
-			  size_t wholen)
+int vcxl_hw_iomem_claimed(const char *iomem, uint64_t base, uint64_t size, char *who, size_t wholen)
 {
 	uint64_t last = base + size - 1;
 	const char *l = iomem;

@@ -34,9 +34,10 @@ static int check_driver(struct open_ctx *o, char *err, size_t errlen)
 	snprintf(link, sizeof(link), "%s/driver", o->devdir);
 	ssize_t n = readlink(link, tgt, sizeof(tgt) - 1);
 	if (n < 0)
-		return hw_err(err, errlen, -ENODEV,
-			      "%s is bound to no driver: bind it to vfio-pci first (docs/hardware.md)",
-			      o->cfg->bdf);
+		return hw_err(
+		    err, errlen, -ENODEV,
+		    "%s is bound to no driver: bind it to vfio-pci first (docs/hardware.md)",
+		    o->cfg->bdf);
 	tgt[n] = 0;
 	const char *drv = strrchr(tgt, '/') ? strrchr(tgt, '/') + 1 : tgt;
 	if (!strstr(drv, "vfio"))
@@ -85,8 +86,7 @@ static int open_iommufd(struct vcxl_hw_vfio *v, struct open_ctx *o, char *err, s
 		return hw_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	struct vfio_device_bind_iommufd bind = {.argsz = sizeof(bind), .iommufd = v->iommufd};
 	if (ioctl(v->dev_fd, VFIO_DEVICE_BIND_IOMMUFD, &bind))
-		return hw_err(err, errlen, -errno, "VFIO_DEVICE_BIND_IOMMUFD: %s",
-			      strerror(errno));
+		return hw_err(err, errlen, -errno, "VFIO_DEVICE_BIND_IOMMUFD: %s", strerror(errno));
 	struct iommu_ioas_alloc a = {.size = sizeof(a)};
 	if (ioctl(v->iommufd, IOMMU_IOAS_ALLOC, &a))
 		return hw_err(err, errlen, -errno, "IOMMU_IOAS_ALLOC: %s", strerror(errno));
@@ -132,8 +132,7 @@ static int open_group(struct vcxl_hw_vfio *v, struct open_ctx *o, char *err, siz
 			      "IOMMU group %s is not viable: bind every device in it to vfio-pci",
 			      grp);
 	if (ioctl(v->group_fd, VFIO_GROUP_SET_CONTAINER, &v->container_fd))
-		return hw_err(err, errlen, -errno, "VFIO_GROUP_SET_CONTAINER: %s",
-			      strerror(errno));
+		return hw_err(err, errlen, -errno, "VFIO_GROUP_SET_CONTAINER: %s", strerror(errno));
 	int type = ioctl(v->container_fd, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) > 0
 		       ? VFIO_TYPE1v2_IOMMU
 		       : VFIO_TYPE1_IOMMU;
@@ -179,8 +178,7 @@ static int region_info(struct vcxl_hw_vfio *v, unsigned idx, char *err, size_t e
 			free(ri);
 			if (e == EINVAL)
 				return 0; /* region does not exist (e.g. VGA) */
-			return hw_err(err, errlen, -e, "GET_REGION_INFO %u: %s", idx,
-				      strerror(e));
+			return hw_err(err, errlen, -e, "GET_REGION_INFO %u: %s", idx, strerror(e));
 		}
 		if (ri->argsz <= sz)
 			break;
@@ -202,8 +200,7 @@ static int device_info(struct vcxl_hw_vfio *v, char *err, size_t errlen)
 		return hw_err(err, errlen, -errno, "VFIO_DEVICE_GET_INFO: %s", strerror(errno));
 	if (!(di.flags & VFIO_DEVICE_FLAGS_PCI) || di.num_regions <= VFIO_PCI_CONFIG_REGION_INDEX)
 		return hw_err(err, errlen, -ENODEV, "%s is not a VFIO PCI device", v->bdf);
-	unsigned nreg = di.num_regions < VCXL_HW_NUM_REGIONS ? di.num_regions
-							      : VCXL_HW_NUM_REGIONS;
+	unsigned nreg = di.num_regions < VCXL_HW_NUM_REGIONS ? di.num_regions : VCXL_HW_NUM_REGIONS;
 	for (unsigned i = 0; i < nreg; i++)
 		if ((rc = region_info(v, i, err, errlen)))
 			return rc;
@@ -247,8 +244,8 @@ int vcxl_hw_vfio_open(const struct vcxl_hw_vfio_cfg *cfg, struct vcxl_hw_vfio **
 	if (!hw_is_bdf(cfg->bdf))
 		return hw_err(err, errlen, -EINVAL, "'%s' is not a PCI address DDDD:BB:DD.F",
 			      cfg->bdf);
-	snprintf(o.devdir, sizeof(o.devdir), "%s/bus/pci/devices/%s", hw_or(cfg->sysfs_root, "/sys"),
-		 cfg->bdf);
+	snprintf(o.devdir, sizeof(o.devdir), "%s/bus/pci/devices/%s",
+		 hw_or(cfg->sysfs_root, "/sys"), cfg->bdf);
 	if (stat(o.devdir, &st))
 		return hw_err(err, errlen, -errno, "%s: %s", o.devdir, strerror(errno));
 	struct vcxl_hw_vfio *v = calloc(1, sizeof(*v));

@@ -602,8 +602,8 @@ void hw_vfio_free(struct vcxl_hw_vfio *v)
 				close(v->efd[t][i]);
 		free(v->efd[t]);
 	}
-	int *fds[] = {&v->dev_fd, &v->cfg_fd, &v->mem_fd, &v->dax_fd, &v->group_fd,
-		      &v->container_fd, &v->iommufd};
+	int *fds[] = {&v->dev_fd,   &v->cfg_fd,	      &v->mem_fd, &v->dax_fd,
+		      &v->group_fd, &v->container_fd, &v->iommufd};
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
@@ -672,7 +672,8 @@ int vcxl_hw_region_decode(const void *buf, size_t buflen, struct vcxl_hw_region 
 			if (lim - at < sizeof(sm))
 				return -EINVAL;
 			memcpy(&sm, b + at, sizeof(sm));
-			if (sm.nr_areas > (lim - at - sizeof(sm)) / sizeof(struct vfio_region_sparse_mmap_area))
+			if (sm.nr_areas >
+			    (lim - at - sizeof(sm)) / sizeof(struct vfio_region_sparse_mmap_area))
 				return -EINVAL;
 			for (uint32_t i = 0; i < sm.nr_areas; i++) {
 				struct vfio_region_sparse_mmap_area a;

@@ -47,7 +47,7 @@ struct vcxl_hw_vfio {
 	void *irq_opaque;
 	const struct vcxl_dma_ops *dma;
 	void *dma_opaque;
-	int *efd[HW_NUM_IRQ_TYPES]; /* dup'ed eventfds per vector, -1 unset */
+	int *efd[HW_NUM_IRQ_TYPES];		/* dup'ed eventfds per vector, -1 unset */
 	unsigned irq_enabled[HW_NUM_IRQ_TYPES]; /* vectors enabled in the kernel */
 };
 

@@ -98,6 +98,8 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
 		d->cfg = *cfg;
 	snprintf(d->name, sizeof(d->name), "dev%u", l->n);
 	d->cfg.name = d->name;
+	if (!d->cfg.max_batch)
+		d->cfg.max_batch = 1; /* epoll is level-triggered: it wakes again for the rest */
 	d->ltag = (struct loop_tag){.kind = TAG_LISTEN, .d = d};
 	d->ctag = (struct loop_tag){.kind = TAG_CONN, .d = d};
 	d->lfd = d->path ? vcxl_sock_listen(path, 4) : -ENOMEM;

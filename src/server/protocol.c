@@ -1474,6 +1474,8 @@ int vcxl_conn_on_readable(struct vcxl_conn *c)
 		if (rc == 0)
 			break;
 		handle_msg(c, m);
+		if (c->cfg.max_batch && (unsigned)i + 1 >= c->cfg.max_batch && !c->q_head)
+			break;
 	}
 	return c->dead ? c->dead_err : 0;
 }

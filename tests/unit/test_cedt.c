@@ -585,8 +585,8 @@ static void test_hostbridge(void)
 	fake_hb_init(&f, true);
 	f.fail_commit = true;
 	vcxl_hw_hb_init(&hb, &regs, err, sizeof(err));
-	is(vcxl_hw_hb_commit(&hb, base, size, 5, true, err, sizeof(err)), -EIO,
-	   "commit error: %s", err);
+	is(vcxl_hw_hb_commit(&hb, base, size, 5, true, err, sizeof(err)), -EIO, "commit error: %s",
+	   err);
 	ok(hb.decoder < 0 && !(f.r[(HDM_AT + CXL_HDM_GLOBAL_CTRL) / 4] & CXL_HDM_GCTRL_ENABLE) &&
 	       !DREG(&f, CXL_HDM_DEC_BASE_LO(0)),
 	   "nothing left behind");

@@ -106,10 +106,10 @@ static int fake_make(struct fake *f, bool mmap_bars)
 			     (mmap_bars ? VFIO_REGION_INFO_FLAG_MMAP : 0)};
 	}
 	vcxl_model_destroy(m);
-	f->l.region[CFG_IDX] = (struct vcxl_hw_region){
-	    .offset = REG_OFF(CFG_IDX),
-	    .size = 4096,
-	    .flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE};
+	f->l.region[CFG_IDX] = (struct vcxl_hw_region){.offset = REG_OFF(CFG_IDX),
+						       .size = 4096,
+						       .flags = VFIO_REGION_INFO_FLAG_READ |
+								VFIO_REGION_INFO_FLAG_WRITE};
 	f->l.dev_fd = dfd;
 	f->l.cfg_fd = cfd;
 	f->l.irq_count[VFIO_PCI_MSIX_IRQ_INDEX] = VCXL_MODEL_MSIX_VECTORS;

@@ -36,8 +36,8 @@ static void print_ep(const char *tag, const struct ep_regs *e)
 	for (unsigned n = 0; n < e->count; n++) {
 		uint64_t r[7];
 		for (unsigned i = 0; i < 7; i++)
-			e->be->ops->bar_read(e->be->dev, e->bar, e->hdm + CXL_HDM_DEC_BASE_LO(n) + 4 * i,
-					     4, &r[i]);
+			e->be->ops->bar_read(e->be->dev, e->bar,
+					     e->hdm + CXL_HDM_DEC_BASE_LO(n) + 4 * i, 4, &r[i]);
 		uint64_t base = (r[1] << 32) | (r[0] & CXL_HDM_DEC_LO_MASK);
 		uint64_t size = (r[3] << 32) | (r[2] & CXL_HDM_DEC_LO_MASK);
 		uint64_t skip = (r[6] << 32) | (r[5] & CXL_HDM_DEC_LO_MASK);
@@ -65,9 +65,10 @@ static void print_hb(const char *tag, struct vcxl_hw_window *w)
 		uint32_t ctrl, tl;
 		if (vcxl_hw_hb_read_decoder(&w->hb, n, &base, &size, &ctrl, &tl))
 			continue;
-		printf("HW %s decoder%u base=0x%llx size=0x%llx ctrl=0x%08x tl=0x%08x committed=%d\n",
-		       tag, n, (unsigned long long)base, (unsigned long long)size, ctrl, tl,
-		       !!(ctrl & CXL_HDM_DEC_CTRL_COMMITTED));
+		printf(
+		    "HW %s decoder%u base=0x%llx size=0x%llx ctrl=0x%08x tl=0x%08x committed=%d\n",
+		    tag, n, (unsigned long long)base, (unsigned long long)size, ctrl, tl,
+		    !!(ctrl & CXL_HDM_DEC_CTRL_COMMITTED));
 	}
 }
 
@@ -81,9 +82,12 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"device", required_argument, NULL, 'D'},	   {"socket", required_argument, NULL, 's'},
-	    {"iommu", required_argument, NULL, 'i'},	   {"region-size", required_argument, NULL, 'r'},
-	    {"region-dax", required_argument, NULL, 'x'}, {NULL, 0, NULL, 0},
+	    {"device", required_argument, NULL, 'D'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"iommu", required_argument, NULL, 'i'},
+	    {"region-size", required_argument, NULL, 'r'},
+	    {"region-dax", required_argument, NULL, 'x'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct vcxl_hw_vfio_cfg hc = {0};
 	const char *sock = "/tmp/vcxl.sock";
@@ -145,9 +149,8 @@ int main(int argc, char **argv)
 		printf("HW window base=0x%llx size=0x%llx restrictions=0x%x hb=%s uid=%u rp=%s "
 		       "port=%u chbs=0x%llx hb_decoders=%u\n",
 		       (unsigned long long)win->win.base, (unsigned long long)win->win.size,
-		       win->win.restrictions, win->topo.hb_name, win->topo.hb_uid,
-		       win->topo.rp_bdf, win->topo.rp_port, (unsigned long long)win->chbs.base,
-		       win->hb.hdm_count);
+		       win->win.restrictions, win->topo.hb_name, win->topo.hb_uid, win->topo.rp_bdf,
+		       win->topo.rp_port, (unsigned long long)win->chbs.base, win->hb.hdm_count);
 		print_hb("hb-committed", win);
 	}
 
@@ -163,13 +166,11 @@ int main(int argc, char **argv)
 	}
 	struct vcxl_cxl_dev *d = vcxl_vdev_host_dev(vdev);
 	const struct vcxl_region *r = vcxl_vdev_region(vdev);
-	struct ep_regs ep = {.be = be,
-			     .bar = d->comp_bar,
-			     .count = d->hdm_count,
-			     .hdm = d->comp_off + d->hdm_off};
+	struct ep_regs ep = {
+	    .be = be, .bar = d->comp_bar, .count = d->hdm_count, .hdm = d->comp_off + d->hdm_off};
 	printf("HW region hpa=0x%llx size=0x%llx dpa=0x%llx decoder=%u firmware=%d note=%s\n",
-	       (unsigned long long)r->hpa, (unsigned long long)r->size,
-	       (unsigned long long)r->dpa, r->decoder, r->firmware, d->note);
+	       (unsigned long long)r->hpa, (unsigned long long)r->size, (unsigned long long)r->dpa,
+	       r->decoder, r->firmware, d->note);
 	print_ep("ep-live", &ep);
 	printf("HW verify=%d\n", vcxl_region_verify(r));
 
