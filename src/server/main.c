@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * vcxl-server: serves CXL Type-2 devices (the built-in accelerator model
- * behind the vfio-cxl core) to vfio-user clients such as QEMU's
- * vfio-user-pci, one UNIX socket per device, one epoll loop for all.
+ * vcxl-server: serves CXL devices (the built-in device model -- a Type-2
+ * accelerator, or with --model type3 a Type-3 memory expander -- behind the
+ * vfio-cxl core) to vfio-user clients such as QEMU's vfio-user-pci, one UNIX
+ * socket per device, one epoll loop for all.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vcxl/host_cxl.h"
 #include "vcxl/model.h"
 #include "vcxl/server.h"
 #include "vcxl/vfio_cxl.h"
@@ -27,14 +29,20 @@ struct opts {
 	bool firmware_committed;
 	const char *backing;
 	enum vcxl_log_level log_level;
+	enum vcxl_model_kind kind;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: vcxl-server [OPTIONS]\n"
-		"Serve emulated CXL Type-2 accelerators (0x8086:0x0d94) over vfio-user.\n"
+		"Serve emulated CXL devices over vfio-user: Type-2 accelerators (0x8086:0x0d94)\n"
+		"or, with --model type3, Type-3 memory expanders (0x8086:0x0d93).\n"
 		"\n"
+		"  -M, --model MODEL        accel (default): Type-2 accelerator 8086:0d94;\n"
+		"                           type3: Type-3 memory expander 8086:0d93 (class\n"
+		"                           050210, mailbox) for the guest's cxl_pci/cxl_mem;\n"
+		"                           its region must cover all device memory\n"
 		"  -s, --socket PATH        UNIX socket to listen on (default: vcxl.sock in the\n"
 		"                           current directory). With --devices N > 1 the sockets\n"
 		"                           are PATH.0 .. PATH.N-1\n"
@@ -97,11 +105,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"devices", required_argument, NULL, 'n'},
 	    {"log-level", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"model", required_argument, NULL, 'M'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "s:m:r:d:g:c:fb:n:l:h", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:m:r:d:g:c:fb:n:l:hM:", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			o->socket = optarg;
@@ -150,6 +159,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return die_opt("--log-level", optarg,
 					       "need error, warn, info or debug");
 			break;
+		case 'M':
+			if (!strcmp(optarg, "accel"))
+				o->kind = VCXL_MODEL_ACCEL;
+			else if (!strcmp(optarg, "type3"))
+				o->kind = VCXL_MODEL_TYPE3;
+			else
+				return die_opt("--model", optarg, "need accel or type3");
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -172,7 +189,21 @@ struct served {
 	struct vcxl_vdev *vdev;
 	struct vcxl_sdev sdev;
 	char path[PATH_MAX], backing[PATH_MAX];
+	unsigned index;
 };
+
+/* The guest committed or decommitted one of its virtual HDM decoders: log the
+ * guest-physical range (tests read it; the vdev needs nothing from us). */
+static void log_guest_decoder(void *opaque, unsigned n, bool committed, uint64_t gpa, uint64_t size,
+			      uint64_t region_off)
+{
+	const struct served *s = opaque;
+
+	vcxl_log(VCXL_LOG_INFO,
+		 "dev%u: guest decoder %u %s base 0x%llx size 0x%llx (region offset 0x%llx)",
+		 s->index, n, committed ? "committed" : "decommitted", (unsigned long long)gpa,
+		 (unsigned long long)size, (unsigned long long)region_off);
+}
 
 static int make_device(const struct opts *o, unsigned i, struct served *s)
 {
@@ -181,6 +212,7 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 	    .decoders = o->decoders,
 	    .comp_at = o->comp_at,
 	    .firmware_committed = o->firmware_committed,
+	    .kind = o->kind,
 	};
 	struct vcxl_vdev_cfg vc = {
 	    .region_size = o->region_size,
@@ -211,7 +243,25 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 	}
 	s->sdev.model = s->model;
 	s->sdev.vdev = s->vdev;
+	s->index = i;
+	vcxl_vdev_set_hdm_notify(s->vdev, log_guest_decoder, s);
+	const struct vcxl_region *r = vcxl_vdev_region(s->vdev);
+	vcxl_log(
+	    VCXL_LOG_INFO, "dev%u: host region: decoder %u HPA [0x%llx, +0x%llx) DPA 0x%llx (%s)",
+	    i, r->decoder, (unsigned long long)r->hpa, (unsigned long long)r->size,
+	    (unsigned long long)r->dpa, r->firmware ? "firmware-committed, attached" : "created");
 	return 0;
+}
+
+/* At exit: the host's physical decoder must still decode the region as the
+ * host programmed it, whatever the guest did. */
+static void check_host_region(const struct served *s)
+{
+	const struct vcxl_region *r = vcxl_vdev_region(s->vdev);
+	int rc = vcxl_region_verify(r);
+
+	vcxl_log(rc ? VCXL_LOG_ERROR : VCXL_LOG_INFO, "dev%u: host decoder %u %s", s->index,
+		 r->decoder, rc ? "CHANGED behind the host's back" : "verified unchanged");
 }
 
 int main(int argc, char **argv)
@@ -268,7 +318,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		vcxl_log(VCXL_LOG_INFO, "serving device %u (%04x:%04x, %llu MiB) on %s", made,
-			 VCXL_MODEL_VENDOR, VCXL_MODEL_DEVICE,
+			 VCXL_MODEL_VENDOR,
+			 o.kind == VCXL_MODEL_TYPE3 ? VCXL_MODEL_TYPE3_DEVICE : VCXL_MODEL_DEVICE,
 			 (unsigned long long)(o.mem_size >> 20), s->path);
 	}
 	rc = vcxl_loop_run(loop);
@@ -277,6 +328,8 @@ int main(int argc, char **argv)
 out:
 	vcxl_loop_destroy(loop);
 	for (unsigned i = 0; i < made; i++) {
+		if (devs[i].vdev)
+			check_host_region(&devs[i]);
 		if (devs[i].vdev)
 			vcxl_vdev_destroy(devs[i].vdev);
 		if (devs[i].model)
