@@ -29,7 +29,7 @@ total_secs=0
 
 max_len() {
 	case $1 in
-	vfio_user) echo 16384 ;;
+	vfio_user) echo 8192 ;;
 	vdev_regs) echo 6145 ;;
 	*) echo 8193 ;;
 	esac

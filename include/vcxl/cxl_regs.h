@@ -46,6 +46,9 @@
 #define PCIE_DVSEC_BODY           0x0a
 
 #define CXL_VENDOR_ID             0x1e98
+/* CXL r3.1 8.1.12.1: class code of a CXL memory device (Type-3): memory
+ * controller (05h), CXL (02h), CXL memory device (prog-if 10h) */
+#define CXL_PCI_CLASS_MEMDEV      0x050210u
 
 /* CXL DVSEC IDs (CXL r3.1 Table 8-2) */
 #define CXL_DVSEC_ID_DEVICE        0

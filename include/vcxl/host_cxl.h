@@ -40,7 +40,7 @@
 /* The window a private host gets when nobody configured one (64 GiB at 64 GiB). */
 #define VCXL_HOST_DEFAULT_WIN_BASE  0x1000000000ull
 #define VCXL_HOST_DEFAULT_WIN_SIZE  0x1000000000ull
-#define VCXL_HOST_DEFAULT_WIN_FLAGS (VCXL_WIN_RAM | VCXL_WIN_TYPE2)
+#define VCXL_HOST_DEFAULT_WIN_FLAGS (VCXL_WIN_RAM | VCXL_WIN_TYPE2 | VCXL_WIN_TYPE3)
 
 struct vcxl_hpa_extent {
 	uint64_t base, size;
@@ -100,6 +100,9 @@ struct vcxl_dev_facts {
 	bool media_ready;  /* Type-3 style media ready check (memdev status) applies */
 	uint64_t mem_size; /* expected device memory; 0 = take the DVSEC ranges */
 	bool no_cdat;	   /* don't read CDAT over DOE (build it from facts) */
+	/* the device decodes host-only coherent memory (HDM-H, a Type-3); also
+	 * implied by the CXL memory device class code (CXL_PCI_CLASS_MEMDEV) */
+	bool hostonly;
 };
 
 struct vcxl_dpa_slot {
@@ -113,6 +116,10 @@ struct vcxl_cxl_dev {
 	struct vcxl_host *host;
 	struct vcxl_dev_facts facts;
 	uint16_t vendor, device;
+	uint32_t class_code; /* PCI class code (base, sub, prog-if), read at probe */
+	/* HDM-H (Type-3): decoders are programmed with Target Range Type 1 and
+	 * regions come from VCXL_WIN_TYPE3 windows; else HDM-D/DB from TYPE2 ones */
+	bool hostonly;
 
 	/* CXL Device DVSEC (config offsets) */
 	uint32_t dvsec, dvsec_len;
@@ -212,8 +219,9 @@ struct vcxl_region {
 };
 
 /* CXL r3.1 8.2.4.20.12 + Linux's order: allocate HPA in a TYPE2-capable
- * window and DPA, enable HDM decoding and Mem_Enable, program and commit the
- * next physical decoder, map it. size 0 = all free DPA. On error nothing is
+ * window (TYPE3 for a hostonly device) and DPA, enable HDM decoding and
+ * Mem_Enable, program and commit the next physical decoder (Target Range Type
+ * as the device's coherence), map it. size 0 = all free DPA. On error nothing is
  * left behind (device, HPA, DPA). */
 int vcxl_region_create(struct vcxl_cxl_dev *d, uint64_t size, struct vcxl_region **out, char *err,
 		       size_t errlen);

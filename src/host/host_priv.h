@@ -6,23 +6,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "../common/errmsg.h"
 #include "vcxl/host_cxl.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S  1000000000ull
 
-/* Write a one-line reason into err (if any) and return rc. */
-static inline int __attribute__((format(printf, 4, 5)))
-host_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
+#define host_err vcxl_errf /* src/common/errmsg.h */
 
 static inline int cfg_rd(struct vcxl_backend *be, uint32_t off, unsigned len, uint32_t *v)
 {

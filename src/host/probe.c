@@ -569,6 +569,12 @@ int vcxl_cxl_probe(struct vcxl_host *h, struct vcxl_backend *be, const struct vc
 	}
 	d->vendor = (uint16_t)id;
 	d->device = (uint16_t)(id >> 16);
+	if ((rc = cfg_rd(be, PCI_CLASS_REVISION, 4, &id))) {
+		host_err(err, errlen, rc, "config read failed (%d)", rc);
+		goto fail;
+	}
+	d->class_code = id >> 8;
+	d->hostonly = d->facts.hostonly || d->class_code == CXL_PCI_CLASS_MEMDEV;
 	if ((rc = probe_dvsec(d, err, errlen)) || (rc = probe_regloc(d, err, errlen)) ||
 	    (rc = probe_cm_caps(d, err, errlen)))
 		goto fail;

@@ -200,10 +200,13 @@ static int dec_commit(struct vcxl_cxl_dev *d, unsigned n, uint64_t hpa, uint64_t
 	p.v[3] = (uint32_t)(size >> 32);
 	p.v[4] = (uint32_t)skip & CXL_HDM_DEC_LO_MASK;
 	p.v[5] = (uint32_t)(skip >> 32);
-	/* one way, 256 B granularity, device-coherent (Target Range Type 0 for
-	 * a Type-2 device), Lock-On-Commit left as found (Linux never sets it) */
+	/* one way, 256 B granularity, Target Range Type as the device: 0
+	 * (device-coherent) for a Type-2, 1 (host-only) for a Type-3, as Linux's
+	 * cxld_set_type; Lock-On-Commit left as found (Linux never sets it) */
 	ctrl = ctrl_now & ~(CXL_HDM_DEC_CTRL_IG | CXL_HDM_DEC_CTRL_IW | CXL_HDM_DEC_CTRL_HOSTONLY |
 			    CXL_HDM_DEC_CTRL_COMMITTED | CXL_HDM_DEC_CTRL_COMMIT_ERR);
+	if (d->hostonly)
+		ctrl |= CXL_HDM_DEC_CTRL_HOSTONLY;
 	p.v[6] = ctrl | CXL_HDM_DEC_CTRL_COMMIT;
 	if ((rc = dec_write(d, n, &p)))
 		return host_err(err, errlen, rc, "decoder %u: register write failed", n);
@@ -301,10 +304,11 @@ int vcxl_region_create(struct vcxl_cxl_dev *d, uint64_t size, struct vcxl_region
 		goto free_r;
 	}
 	r->skip = d->dpa[r->decoder].skip;
-	rc = vcxl_host_hpa_alloc(d->host, size, VCXL_WIN_RAM | VCXL_WIN_TYPE2, &r->hpa);
+	rc = vcxl_host_hpa_alloc(
+	    d->host, size, VCXL_WIN_RAM | (d->hostonly ? VCXL_WIN_TYPE3 : VCXL_WIN_TYPE2), &r->hpa);
 	if (rc) {
-		host_err(err, errlen, rc, "no Type-2 capable host window has 0x%llx bytes free",
-			 (unsigned long long)size);
+		host_err(err, errlen, rc, "no Type-%d capable host window has 0x%llx bytes free",
+			 d->hostonly ? 3 : 2, (unsigned long long)size);
 		goto free_dpa;
 	}
 	r->in_window = true;

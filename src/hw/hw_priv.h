@@ -6,22 +6,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "../common/errmsg.h"
 #include "vcxl/hw_vfio.h"
 
 #define HW_NS_PER_MS 1000000ull
 
-/* Write a one-line reason into err (if any) and return rc. */
-static inline int __attribute__((format(printf, 4, 5)))
-hw_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
+#define hw_err vcxl_errf /* src/common/errmsg.h */
 
 static inline const char *hw_or(const char *s, const char *dflt)
 {

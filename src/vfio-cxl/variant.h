@@ -29,9 +29,15 @@ struct vcxl_variant {
 	void *priv;
 };
 
-/* The built-in table: the accelerator model (0x8086:0x0d94), then the generic
- * default that matches anything. Never returns NULL. */
+/* The built-in table: the accelerator model (0x8086:0x0d94), the Type-3 model
+ * (0x8086:0x0d93, also QEMU's cxl-type3), then the generic default that
+ * matches anything. Never returns NULL. */
 const struct vcxl_variant *vcxl_variant_match(uint16_t vendor, uint16_t device);
+/* As vcxl_variant_match, but a device the table does not know whose class
+ * code (24 bits) says CXL memory device gets the generic Type-3 variant
+ * (media-ready applies). Never returns NULL. */
+const struct vcxl_variant *vcxl_variant_match_class(uint16_t vendor, uint16_t device,
+						    uint32_t class_code);
 /* The generic default (no media-ready, DVSEC size, cached). */
 const struct vcxl_variant *vcxl_variant_generic(void);
 

@@ -80,7 +80,9 @@ int vcomp_build(struct vcxl_vdev *v, char *err, size_t errlen)
 	    .hdm_cap_flags = d->hdm_cap & (CXL_HDM_CAP_IL_11_8 | CXL_HDM_CAP_IL_14_12),
 	    .ras = d->ras_off != 0,
 	    .link = d->link_off != 0,
-	    .hostonly_reset = false, /* Type-2: device-coherent */
+	    /* Target Range Type resets as the device's: HDM-D/DB (0) for a
+	     * Type-2, HDM-H (1) for a Type-3. Either value commits. */
+	    .hostonly_reset = d->hostonly,
 	    .dpa_capacity = v->region->size,
 	};
 	if ((rc = vcxl_rf_init(&v->vcomp, CXL_COMPONENT_BLOCK_SIZE)))

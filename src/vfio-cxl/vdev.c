@@ -65,10 +65,29 @@ static int vdev_region(struct vcxl_vdev *v, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * A Type-3's memory device registers (mailbox) pass through untouched, so
+ * Identify and Get Partition Info (CXL r3.1 8.2.9.9.1.1, 8.2.9.9.2.1) tell
+ * the guest the whole device's capacity. The guest's virtual DVSEC ranges and
+ * decoders cover only the region: the two agree only if the region is all
+ * of the device's memory, so anything smaller is refused.
+ */
+static int vdev_check_type3(struct vcxl_vdev *v, char *err, size_t errlen)
+{
+	const struct vcxl_cxl_dev *d = v->dev;
+
+	if (!d->hostonly || !d->has_devregs || v->region->size == d->dpa_capacity)
+		return 0;
+	return vdev_err(err, errlen, -EINVAL,
+			"Type-3 device: the region (0x%llx bytes) must cover all device memory "
+			"(0x%llx bytes), since its mailbox reports the whole capacity to the guest",
+			(unsigned long long)v->region->size, (unsigned long long)d->dpa_capacity);
+}
+
 int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 		     struct vcxl_vdev **out, char *err, size_t errlen)
 {
-	uint64_t id = 0;
+	uint64_t id = 0, cls = 0;
 	int rc;
 
 	if (!out)
@@ -87,8 +106,13 @@ int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 		vdev_err(err, errlen, rc, "config read failed (%d)", rc);
 		goto fail;
 	}
+	if ((rc = be->ops->cfg_read(be->dev, PCI_CLASS_REVISION, 4, &cls))) {
+		vdev_err(err, errlen, rc, "config read failed (%d)", rc);
+		goto fail;
+	}
 	v->variant = v->cfg.variant ? v->cfg.variant
-				    : vcxl_variant_match((uint16_t)id, (uint16_t)(id >> 16));
+				    : vcxl_variant_match_class((uint16_t)id, (uint16_t)(id >> 16),
+							       (uint32_t)(cls >> 8));
 	if ((rc = vdev_host(v, err, errlen)))
 		goto fail;
 	struct vcxl_dev_facts facts = {
@@ -106,8 +130,9 @@ int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 		}
 	}
 	v->variant_open = true;
-	if ((rc = vdev_region(v, err, errlen)) || (rc = vcfg_build(v, err, errlen)) ||
-	    (rc = vcomp_build(v, err, errlen)) || (rc = vbar_build(v, err, errlen)))
+	if ((rc = vdev_region(v, err, errlen)) || (rc = vdev_check_type3(v, err, errlen)) ||
+	    (rc = vcfg_build(v, err, errlen)) || (rc = vcomp_build(v, err, errlen)) ||
+	    (rc = vbar_build(v, err, errlen)))
 		goto fail;
 	*out = v;
 	return 0;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "variant.h"
+#include "../common/errmsg.h"
 #include "vcxl/cxl_spec.h"
 #include "vcxl/host_cxl.h"
 #include "vcxl/regfile.h"
@@ -85,17 +86,7 @@ struct vcxl_vdev {
 	uint64_t virtual_cxl_resets, flrs;
 };
 
-static inline int __attribute__((format(printf, 4, 5)))
-vdev_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
+#define vdev_err vcxl_errf /* src/common/errmsg.h */
 
 /* vconfig.c */
 int vcfg_build(struct vcxl_vdev *v, char *err, size_t errlen);
