@@ -128,6 +128,36 @@ int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed)
 				     armed ? 0 : PCI_MSIX_ENTRY_CTRL_MASKBIT);
 }
 
+/* The backend can map only parts of this BAR (VFIO sparse mmap of a real
+ * device): everything outside its areas is trapped as well, and the areas'
+ * fd serves the mmappable rest. */
+static void backend_areas(struct vcxl_vbar *b)
+{
+	struct vcxl_bar_area a[VCXL_BAR_MAX_AREAS];
+	unsigned n = b->bi.nr_areas < VCXL_BAR_MAX_AREAS ? b->bi.nr_areas : VCXL_BAR_MAX_AREAS;
+	uint64_t at = 0;
+
+	if (b->bi.fd >= 0 || n == 0 || b->bi.area_fd < 0)
+		return;
+	memcpy(a, b->bi.area, sizeof(a[0]) * n);
+	for (unsigned i = 1; i < n; i++) /* sort by offset */
+		for (unsigned k = i; k > 0 && a[k - 1].offset > a[k].offset; k--) {
+			struct vcxl_bar_area t = a[k];
+			a[k] = a[k - 1];
+			a[k - 1] = t;
+		}
+	for (unsigned i = 0; i < n; i++) {
+		if (a[i].offset > at)
+			hole_add(b, at, a[i].offset - at);
+		if (a[i].offset + a[i].size > at)
+			at = a[i].offset + a[i].size;
+	}
+	if (at < b->bi.size)
+		hole_add(b, at, b->bi.size - at);
+	b->bi.fd = b->bi.area_fd;
+	b->bi.fd_offset = b->bi.area_fd_offset;
+}
+
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 {
 	int rc;
@@ -139,6 +169,7 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 			return vdev_err(err, errlen, rc, "BAR%u info failed (%d)", i, rc);
 		if (!(b->bi.flags & VCXL_BAR_PRESENT))
 			b->bi.size = 0;
+		backend_areas(b);
 	}
 	struct vcxl_vbar *cb = &v->bar[v->dev->comp_bar];
 	hole_add(cb, v->dev->comp_off, CXL_COMPONENT_BLOCK_SIZE);
