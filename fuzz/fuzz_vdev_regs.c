@@ -177,8 +177,8 @@ static bool in_dword(uint64_t i, uint64_t dw, const struct fz_rf *s)
 }
 
 /* Bits of byte i that hooks may change (rule 2b). */
-static uint8_t fz_hook_bits(const struct fz_dev *f, const struct fz_rf *s, bool is_cfg,
-			    uint64_t i, bool cxl_reset)
+static uint8_t fz_hook_bits(const struct fz_dev *f, const struct fz_rf *s, bool is_cfg, uint64_t i,
+			    bool cxl_reset)
 {
 	const struct vcxl_vdev *v = f->vdev;
 	uint8_t m = 0;
@@ -220,7 +220,8 @@ static bool fz_reset_covers(const struct fz_dev *f, bool is_cfg, uint64_t i, boo
 		return true;
 	if (!cxl_reset)
 		return false;
-	return !is_cfg || (i >= f->vdev->dvsec.base && i < f->vdev->dvsec.base + f->vdev->dvsec_len);
+	return !is_cfg ||
+	       (i >= f->vdev->dvsec.base && i < f->vdev->dvsec.base + f->vdev->dvsec_len);
 }
 
 /* Rule 2 for one register file. */
@@ -266,8 +267,8 @@ static void fz_check_rf(const struct fz_dev *f, struct fz_rf *s, bool is_cfg, bo
 			fz_fail("%s byte 0x%llx: 0x%02x -> 0x%02x, bits 0x%02x not writable "
 				"(%s region %u off 0x%llx w %u val 0x%llx)",
 				s->name, (unsigned long long)i, old, now, d & ~ok,
-				a->write ? "write" : "read", a->region,
-				(unsigned long long)a->off, a->width, (unsigned long long)a->val);
+				a->write ? "write" : "read", a->region, (unsigned long long)a->off,
+				a->width, (unsigned long long)a->val);
 	}
 }
 
@@ -282,8 +283,8 @@ static void fz_check_read(const struct fz_rf *s, const struct fz_access *a, uint
 			fz_fail("%s byte 0x%llx read reserved bits 0x%02x", s->name,
 				(unsigned long long)i, got & s->rf->rsvd[i]);
 		if (got != s->rf->val[i])
-			fz_fail("%s byte 0x%llx read 0x%02x, register file holds 0x%02x",
-				s->name, (unsigned long long)i, got, s->rf->val[i]);
+			fz_fail("%s byte 0x%llx read 0x%02x, register file holds 0x%02x", s->name,
+				(unsigned long long)i, got, s->rf->val[i]);
 	}
 }
 
@@ -301,8 +302,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size && (data[size - 1] & 0x80) ? 1 : 2))
 		fz_fail("device setup failed");
 	struct fz_rf cfg = {.name = "virtual config", .rf = &f.vdev->vcfg, .pre = pre_cfg};
-	struct fz_rf comp = {.name = "virtual component block", .rf = &f.vdev->vcomp,
-			     .pre = pre_comp};
+	struct fz_rf comp = {
+	    .name = "virtual component block", .rf = &f.vdev->vcomp, .pre = pre_comp};
 
 	if (f.vdev->vcfg.size != sizeof(pre_cfg) || f.vdev->vcomp.size != sizeof(pre_comp))
 		fz_fail("unexpected register file sizes");

@@ -78,16 +78,16 @@ static int stub_poll(void *dev)
 }
 
 static const struct vcxl_dev_ops stub_ops = {
-	.get_info = stub_get_info,
-	.region_info = stub_region_info,
-	.region_read = stub_region_read,
-	.region_write = stub_region_write,
-	.irq_info = stub_irq_info,
-	.set_irq_handler = stub_set_irq_handler,
-	.set_dma = stub_set_dma,
-	.reset = stub_reset,
-	.client_gone = stub_client_gone,
-	.poll = stub_poll,
+    .get_info = stub_get_info,
+    .region_info = stub_region_info,
+    .region_read = stub_region_read,
+    .region_write = stub_region_write,
+    .irq_info = stub_irq_info,
+    .set_irq_handler = stub_set_irq_handler,
+    .set_dma = stub_set_dma,
+    .reset = stub_reset,
+    .client_gone = stub_client_gone,
+    .poll = stub_poll,
 };
 
 struct expect {
@@ -157,8 +157,8 @@ static struct expect expect_caps(const char *s, size_t len)
 static size_t put_msg(uint8_t *buf, uint16_t id, uint16_t cmd, const void *p1, size_t l1,
 		      const void *p2, size_t l2)
 {
-	struct vfio_user_hdr h = {.msg_id = id, .command = cmd,
-				  .msg_size = (uint32_t)(sizeof(h) + l1 + l2)};
+	struct vfio_user_hdr h = {
+	    .msg_id = id, .command = cmd, .msg_size = (uint32_t)(sizeof(h) + l1 + l2)};
 
 	memcpy(buf, &h, sizeof(h));
 	if (l1)
@@ -191,9 +191,9 @@ static void check_server_caps(const char *s, size_t len, const struct expect *e)
 		fz_fail("reply pgsizes: %s", s);
 	if (!json_object_object_get_ex(caps, "max_dma_maps", &o) ||
 	    (uint64_t)json_object_get_int64(o) !=
-		    (e->max_maps < FZ_SRV_MAPS ? e->max_maps : FZ_SRV_MAPS))
+		(e->max_maps < FZ_SRV_MAPS ? e->max_maps : FZ_SRV_MAPS))
 		fz_fail("reply max_dma_maps for a client offering %llu: %s",
-			  (unsigned long long)e->max_maps, s);
+			(unsigned long long)e->max_maps, s);
 	o = NULL;
 	if (json_object_object_get_ex(caps, "write_multiple", &o) != e->wm ||
 	    (e->wm && !json_object_get_boolean(o)))
@@ -217,8 +217,7 @@ static void check_replies(const struct vcxl_bufio *b, const struct expect *e, bo
 		memcpy(&h, b->out + pos, sizeof(h));
 		if (h.msg_size < sizeof(h) || h.msg_size > b->out_len - pos ||
 		    (h.flags & VFIO_USER_F_TYPE_MASK) != VFIO_USER_F_TYPE_REPLY)
-			fz_fail("malformed reply (msg_size %u, flags 0x%x)", h.msg_size,
-				  h.flags);
+			fz_fail("malformed reply (msg_size %u, flags 0x%x)", h.msg_size, h.flags);
 		p = b->out + pos + sizeof(h);
 		plen = h.msg_size - sizeof(h);
 		if (h.msg_id != seen + 1)
@@ -238,7 +237,7 @@ static void check_replies(const struct vcxl_bufio *b, const struct expect *e, bo
 			} else if (!(h.flags & VFIO_USER_F_ERROR) ||
 				   h.error != (major_ok ? EINVAL : ENOTSUP)) {
 				fz_fail("invalid VERSION answered flags 0x%x error %u", h.flags,
-					  h.error);
+					h.error);
 			}
 		} else if (h.msg_id == 2) {
 			if (!!(h.flags & VFIO_USER_F_ERROR) == accepted)

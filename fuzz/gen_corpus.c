@@ -18,7 +18,7 @@
 #include "vcxl/cxl_spec.h"
 
 #define SEED_MAX   (256u << 10)
-#define MAP_MAX    32
+#define MAP_MAX	   32
 #define ACCEL_BAR  2
 #define GUEST_IOVA 0x100000000ull
 #define NOFD_IOVA  0x200000000ull
@@ -29,9 +29,9 @@ static const uint32_t RW = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_
 
 /* QEMU 10.2's caps_json() (hw/vfio-user/proxy.c), as it goes on the wire */
 static const char qemu_json[] =
-	"{\"capabilities\":{\"migration\":{\"pgsize\":4096,\"max_bitmap_size\":268435456},"
-	"\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,\"pgsizes\":4096,"
-	"\"max_dma_maps\":65535,\"write_multiple\":true}}";
+    "{\"capabilities\":{\"migration\":{\"pgsize\":4096,\"max_bitmap_size\":268435456},"
+    "\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,\"pgsizes\":4096,"
+    "\"max_dma_maps\":65535,\"write_multiple\":true}}";
 
 static const char *out_dir;
 static struct fz_dev dev;
@@ -50,8 +50,10 @@ struct stream {
 static void s_msg(struct stream *s, uint16_t cmd, uint32_t flags, const void *p, size_t len,
 		  uint8_t fds)
 {
-	struct vfio_user_hdr h = {.msg_id = s->id++, .command = cmd,
-				  .msg_size = (uint32_t)(sizeof(h) + len), .flags = flags};
+	struct vfio_user_hdr h = {.msg_id = s->id++,
+				  .command = cmd,
+				  .msg_size = (uint32_t)(sizeof(h) + len),
+				  .flags = flags};
 
 	if (s->len + sizeof(h) + len > sizeof(s->buf))
 		return;
@@ -85,19 +87,19 @@ static void s_version(struct stream *s, const char *json)
 	s_msg(s, VFIO_USER_VERSION, 0, p, sizeof(v) + n, 0);
 }
 
-static void s_dma_map(struct stream *s, uint64_t iova, uint64_t size, uint32_t flags,
-		      uint64_t off, uint8_t fds)
+static void s_dma_map(struct stream *s, uint64_t iova, uint64_t size, uint32_t flags, uint64_t off,
+		      uint8_t fds)
 {
-	struct vfio_user_dma_map d = {.argsz = sizeof(d), .flags = flags, .offset = off,
-				      .addr = iova, .size = size};
+	struct vfio_user_dma_map d = {
+	    .argsz = sizeof(d), .flags = flags, .offset = off, .addr = iova, .size = size};
 
 	s_msg(s, VFIO_USER_DMA_MAP, 0, &d, sizeof(d), fds);
 }
 
 static void s_dma_unmap(struct stream *s, uint64_t iova, uint64_t size, uint32_t flags)
 {
-	struct vfio_user_dma_unmap d = {.argsz = sizeof(d), .flags = flags, .addr = iova,
-					.size = size};
+	struct vfio_user_dma_unmap d = {
+	    .argsz = sizeof(d), .flags = flags, .addr = iova, .size = size};
 
 	s_msg(s, VFIO_USER_DMA_UNMAP, 0, &d, sizeof(d), 0);
 }
@@ -127,8 +129,8 @@ static void s_set_irqs(struct stream *s, uint32_t index, uint32_t flags, uint32_
 		       uint32_t count, const uint8_t *bools, uint8_t fds)
 {
 	uint8_t p[64];
-	struct vfio_irq_set i = {.argsz = sizeof(i), .flags = flags, .index = index,
-				 .start = start, .count = count};
+	struct vfio_irq_set i = {
+	    .argsz = sizeof(i), .flags = flags, .index = index, .start = start, .count = count};
 	size_t n = sizeof(i);
 
 	if (bools) {
@@ -266,19 +268,19 @@ static void seed_dma_map_unmap(void)
 	s_dma_map(&s, GUEST_IOVA, WIN_SIZE, RW, 0, MEMFD_1M);
 	s_dma_map(&s, NOFD_IOVA, WIN_SIZE, RW, 0, 0);
 	s_dma_map(&s, GUEST_IOVA + 0x1000, 0x1000, RW, 0, 0); /* overlap: EEXIST */
-	s_dma_map(&s, 0x300000000ull, 0x1000, 0, 0, 0);       /* no access: EINVAL */
+	s_dma_map(&s, 0x300000000ull, 0x1000, 0, 0, 0);	      /* no access: EINVAL */
 	s_dma_unmap(&s, NOFD_IOVA, WIN_SIZE, 0);
 	s_dma_unmap(&s, NOFD_IOVA, WIN_SIZE, 0); /* again: ENOENT */
-	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
-		   1, 1, NULL, EVENTFD_1);
-	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_MASK, 0,
-		   2, mask, 0);
-	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER,
-		   1, 1, NULL, 0);
+	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX,
+		   VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 1, 1, NULL, EVENTFD_1);
+	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_MASK,
+		   0, 2, mask, 0);
+	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX,
+		   VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 1, 1, NULL, 0);
 	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_UNMASK,
 		   0, 2, mask, 0);
-	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER,
-		   0, 0, NULL, 0);
+	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX,
+		   VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 0, NULL, 0);
 	s_dma_unmap(&s, 0, 0, VFIO_DMA_UNMAP_FLAG_ALL);
 	s_save(&s, "dma-map-unmap");
 }
@@ -304,9 +306,10 @@ static void seed_job_memfd(void)
 
 	s_version(&s, qemu_json);
 	s_dma_map(&s, GUEST_IOVA, WIN_SIZE, RW, 0, MEMFD_1M);
-	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
-		   0, 1, NULL, EVENTFD_1);
-	s_job(&s, ACCEL_OP_COPY, ACCEL_JOBF_SRC_HOST | ACCEL_JOBF_IRQ, GUEST_IOVA, 0x1000, 0x2000, 0);
+	s_set_irqs(&s, VFIO_PCI_MSIX_IRQ_INDEX,
+		   VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 1, NULL, EVENTFD_1);
+	s_job(&s, ACCEL_OP_COPY, ACCEL_JOBF_SRC_HOST | ACCEL_JOBF_IRQ, GUEST_IOVA, 0x1000, 0x2000,
+	      0);
 	s_read(&s, ACCEL_BAR, ACCEL_REG_STATUS, 4);
 	s_job(&s, ACCEL_OP_FILL, ACCEL_JOBF_DST_HOST, 0, GUEST_IOVA + 0x8000, 0x1000, 0);
 	s_job(&s, ACCEL_OP_COPY, ACCEL_JOBF_DST_HOST, 0x1000, GUEST_IOVA + 0x10000, 0x2000, 0);
@@ -341,9 +344,9 @@ static void seed_write_multi(void)
 	uint8_t p[8 + 3 * sizeof(struct vfio_user_wr_multi_entry)];
 	uint64_t cnt = 3;
 	struct vfio_user_wr_multi_entry e[3] = {
-		{.offset = ACCEL_REG_JOB_OP, .region = ACCEL_BAR, .count = 4},
-		{.offset = ACCEL_REG_JOB_LEN, .region = ACCEL_BAR, .count = 8},
-		{.offset = ACCEL_REG_JOB_VECTOR, .region = ACCEL_BAR, .count = 4},
+	    {.offset = ACCEL_REG_JOB_OP, .region = ACCEL_BAR, .count = 4},
+	    {.offset = ACCEL_REG_JOB_LEN, .region = ACCEL_BAR, .count = 8},
+	    {.offset = ACCEL_REG_JOB_VECTOR, .region = ACCEL_BAR, .count = 4},
 	};
 
 	e[0].data[0] = ACCEL_OP_FILL;

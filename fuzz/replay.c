@@ -97,7 +97,8 @@ int main(int argc, char **argv)
 			n = replay_file(argv[i]) ? -EIO : 1;
 		}
 		if (n > 0) {
-			printf("ok %d - %s: %d inputs replayed, no oracle violation\n", i, argv[i], n);
+			printf("ok %d - %s: %d inputs replayed, no oracle violation\n", i, argv[i],
+			       n);
 		} else {
 			printf("not ok %d - %s: %s\n", i, argv[i], strerror(-n));
 			failed = 1;

@@ -66,6 +66,15 @@ struct vcxl_dev_ops {
 	/* The client (dis)armed a vector's trigger eventfd: the host programs the
 	 * device's own MSI-X entry, as vfio-pci does. May be NULL. */
 	int (*irq_arm)(void *dev, uint32_t index, uint32_t vector, bool armed);
+	/* Hand the client's trigger eventfd (-1: none) to a device that signals it
+	 * itself (a VFIO device: VFIO_DEVICE_SET_IRQS). -EOPNOTSUPP when the
+	 * device raises IRQs through set_irq_handler instead. May be NULL. */
+	int (*set_irq_eventfd)(void *dev, uint32_t index, uint32_t vector, int fd);
+	/* Make a client DMA window (mapped at vaddr) reachable by the device's own
+	 * DMA (an IOMMU mapping), and undo it. -EOPNOTSUPP when the device does
+	 * DMA through set_dma instead. May be NULL. */
+	int (*dma_map)(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write);
+	int (*dma_unmap)(void *dev, uint64_t iova, uint64_t size);
 	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
 	int (*reset)(void *dev);
 	void (*client_gone)(void *dev);
@@ -149,13 +158,18 @@ struct vcxl_dma_map {
 	uint64_t offset; /* in fd */
 	void *map_base;	 /* mmap() result (page aligned) or NULL */
 	size_t map_len;
-	uint8_t *ptr; /* host address of iova, or NULL */
+	uint8_t *ptr;	 /* host address of iova, or NULL */
+	bool dev_mapped; /* also mapped for the device's own DMA (IOMMU) */
 };
 
 struct vcxl_dma_table {
 	struct vcxl_dma_map *maps; /* sorted by iova, non-overlapping */
 	unsigned n, cap, max;
 	uint64_t pgsize;
+	/* Called for every mapping before it is dropped (e.g. to undo an IOMMU
+	 * mapping of the device); may be NULL. */
+	void (*on_release)(void *opaque, const struct vcxl_dma_map *m);
+	void *release_opaque;
 };
 
 void vcxl_dma_init(struct vcxl_dma_table *t, unsigned max_maps, uint64_t pgsize);
@@ -174,6 +188,8 @@ int vcxl_dma_remove_range(struct vcxl_dma_table *t, uint64_t iova, uint64_t size
 void vcxl_dma_remove_all(struct vcxl_dma_table *t);
 /* Mapping containing iova, or NULL. */
 const struct vcxl_dma_map *vcxl_dma_find(const struct vcxl_dma_table *t, uint64_t iova);
+/* The same, for the table's owner to update a mapping's bookkeeping. */
+struct vcxl_dma_map *vcxl_dma_lookup(struct vcxl_dma_table *t, uint64_t iova);
 
 /* ---------------------------------------------------------------------- */
 /* Connection (protocol layer)                                             */

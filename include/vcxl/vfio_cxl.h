@@ -98,6 +98,14 @@ int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uin
  * VFIO IRQ index `index`: the host programs the device's own MSI-X entry
  * (unmask / mask), as vfio-pci does; the guest's table lives in the VMM. */
 int vcxl_vdev_irq_arm(struct vcxl_vdev *v, uint32_t index, uint32_t vector, bool armed);
+/* For a backend that signals eventfds itself (VFIO: VFIO_DEVICE_SET_IRQS):
+ * hand it the client's eventfd for a vector (-1: none). -EOPNOTSUPP for
+ * backends that raise IRQs through the handler below (the model). */
+int vcxl_vdev_set_irq_eventfd(struct vcxl_vdev *v, uint32_t index, uint32_t vector, int fd);
+/* For a backend whose device does its own DMA through an IOMMU: map / unmap
+ * a client window (host address vaddr). -EOPNOTSUPP otherwise. */
+int vcxl_vdev_dma_map(struct vcxl_vdev *v, uint64_t iova, uint64_t size, void *vaddr, bool write);
+int vcxl_vdev_dma_unmap(struct vcxl_vdev *v, uint64_t iova, uint64_t size);
 /* Install the handler that delivers device interrupts (server wires eventfds). */
 void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque);
 void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void *opaque);

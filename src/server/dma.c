@@ -35,6 +35,11 @@ static unsigned dma_lower_bound(const struct vcxl_dma_table *t, uint64_t iova)
 	return lo;
 }
 
+struct vcxl_dma_map *vcxl_dma_lookup(struct vcxl_dma_table *t, uint64_t iova)
+{
+	return (struct vcxl_dma_map *)vcxl_dma_find(t, iova);
+}
+
 const struct vcxl_dma_map *vcxl_dma_find(const struct vcxl_dma_table *t, uint64_t iova)
 {
 	unsigned i = dma_lower_bound(t, iova);
@@ -44,8 +49,10 @@ const struct vcxl_dma_map *vcxl_dma_find(const struct vcxl_dma_table *t, uint64_
 	return NULL;
 }
 
-static void dma_map_release(struct vcxl_dma_map *m)
+static void dma_map_release(struct vcxl_dma_table *t, struct vcxl_dma_map *m)
 {
+	if (t->on_release)
+		t->on_release(t->release_opaque, m);
 	if (m->map_base)
 		munmap(m->map_base, m->map_len);
 	if (m->fd >= 0)
@@ -154,7 +161,7 @@ int vcxl_dma_remove(struct vcxl_dma_table *t, uint64_t iova, uint64_t size)
 
 	if (i >= t->n || t->maps[i].iova != iova || t->maps[i].size != size)
 		return -ENOENT;
-	dma_map_release(&t->maps[i]);
+	dma_map_release(t, &t->maps[i]);
 	memmove(&t->maps[i], &t->maps[i + 1], (t->n - i - 1) * sizeof(*t->maps));
 	t->n--;
 	return 0;
@@ -180,7 +187,7 @@ int vcxl_dma_remove_range(struct vcxl_dma_table *t, uint64_t iova, uint64_t size
 		last++;
 	}
 	for (unsigned i = first; i < last; i++)
-		dma_map_release(&t->maps[i]);
+		dma_map_release(t, &t->maps[i]);
 	memmove(&t->maps[first], &t->maps[last], (t->n - last) * sizeof(*t->maps));
 	t->n -= last - first;
 	*removed = last - first;
@@ -190,7 +197,7 @@ int vcxl_dma_remove_range(struct vcxl_dma_table *t, uint64_t iova, uint64_t size
 void vcxl_dma_remove_all(struct vcxl_dma_table *t)
 {
 	for (unsigned i = 0; i < t->n; i++)
-		dma_map_release(&t->maps[i]);
+		dma_map_release(t, &t->maps[i]);
 	free(t->maps);
 	t->maps = NULL;
 	t->n = t->cap = 0;

@@ -491,6 +491,36 @@ static int handle_version(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 	return 0;
 }
 
+/* A device that does its own DMA (a VFIO device behind an IOMMU) gets the
+ * window mapped for it; windows without an fd it cannot reach. */
+static int dma_map_device(struct vcxl_conn *c, uint64_t iova)
+{
+	struct vcxl_dma_map *dm = vcxl_dma_lookup(&c->dma, iova);
+	int rc;
+
+	if (!c->ops->dma_map || !dm)
+		return 0;
+	if (!dm->ptr) {
+		vcxl_log(VCXL_LOG_WARN,
+			 "%s: DMA window [0x%llx, +0x%llx) has no fd: the device cannot reach it",
+			 conn_name(c), (unsigned long long)dm->iova, (unsigned long long)dm->size);
+		return 0;
+	}
+	rc = c->ops->dma_map(c->dev, dm->iova, dm->size, dm->ptr,
+			     dm->flags & VFIO_USER_F_DMA_REGION_WRITE);
+	dm->dev_mapped = rc == 0;
+	return rc == -EOPNOTSUPP ? 0 : rc;
+}
+
+/* Every mapping that goes (unmap, unmap-all, disconnect) leaves the device too. */
+static void dma_unmap_device(void *opaque, const struct vcxl_dma_map *dm)
+{
+	struct vcxl_conn *c = opaque;
+
+	if (c->ops->dma_unmap && dm->dev_mapped)
+		c->ops->dma_unmap(c->dev, dm->iova, dm->size);
+}
+
 /* vfio-user spec "DMA_MAP" */
 static int handle_dma_map(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 {
@@ -518,6 +548,14 @@ static int handle_dma_map(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 	if (rc) {
 		proto_err(c, m, "map [0x%llx, +0x%llx) flags 0x%x: %s", (unsigned long long)d.addr,
 			  (unsigned long long)d.size, d.flags, strerror(-rc));
+		return reply_error(r, -rc);
+	}
+	rc = dma_map_device(c, d.addr);
+	if (rc) {
+		unsigned gone;
+		proto_err(c, m, "device cannot map [0x%llx, +0x%llx): %s",
+			  (unsigned long long)d.addr, (unsigned long long)d.size, strerror(-rc));
+		vcxl_dma_remove_range(&c->dma, d.addr, d.size, &gone);
 		return reply_error(r, -rc);
 	}
 	vcxl_log(VCXL_LOG_DEBUG, "%s: dma map [0x%llx, +0x%llx) flags 0x%x fd %d", conn_name(c),
@@ -814,11 +852,15 @@ static void irq_set_fd(int *slot, int fd)
 	*slot = fd;
 }
 
-/* Tell the device's host side whether vector v of index has a trigger fd. */
-static void irq_arm(struct vcxl_conn *c, uint32_t index, uint32_t v, bool armed)
+/* Tell the device's host side whether vector v of index has a trigger fd;
+ * a device that signals eventfds itself gets the fd. */
+static void irq_arm(struct vcxl_conn *c, struct irq_index *q, uint32_t index, uint32_t v,
+		    bool armed)
 {
 	if (c->ops->irq_arm)
 		c->ops->irq_arm(c->dev, index, v, armed);
+	if (c->ops->set_irq_eventfd)
+		c->ops->set_irq_eventfd(c->dev, index, v, armed ? q->trigger[v] : -1);
 }
 
 /* After a device reset the device's own vector masks are back to reset
@@ -828,7 +870,7 @@ static void irq_rearm_all(struct vcxl_conn *c)
 	for (uint32_t i = 0; i < NUM_IRQ_INDEX; i++)
 		for (uint32_t v = 0; c->irqs[i].trigger && v < c->irqs[i].count; v++)
 			if (c->irqs[i].trigger[v] >= 0)
-				irq_arm(c, i, v, true);
+				irq_arm(c, &c->irqs[i], i, v, true);
 }
 
 static void irq_unmask(struct vcxl_conn *c, struct irq_index *q, uint32_t v)
@@ -880,7 +922,7 @@ static int handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply
 		}
 		for (uint32_t i = 0; i < q->count; i++) {
 			if (q->trigger[i] >= 0)
-				irq_arm(c, s.index, i, false);
+				irq_arm(c, q, s.index, i, false);
 			irq_set_fd(&q->trigger[i], -1);
 			q->masked[i] = q->pending[i] = 0;
 		}
@@ -918,7 +960,7 @@ static int handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply
 								      : &q->notify[v],
 				   fd);
 			if (act == VFIO_IRQ_SET_ACTION_TRIGGER)
-				irq_arm(c, s.index, v, fd >= 0);
+				irq_arm(c, q, s.index, v, fd >= 0);
 			continue;
 		}
 		if (bools && !bools[i])
@@ -1413,6 +1455,8 @@ struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct
 	c->client_max_xfer = VFIO_USER_DEF_MAX_XFER;
 	c->client_max_fds = VFIO_USER_DEF_MAX_MSG_FDS;
 	vcxl_dma_init(&c->dma, c->cfg.max_dma_maps, VCXL_SRV_PGSIZE);
+	c->dma.on_release = dma_unmap_device;
+	c->dma.release_opaque = c;
 	memset(&vi, 0, sizeof(vi));
 	ops->get_info(dev, &vi);
 	c->num_regions = vi.num_regions;
@@ -1440,6 +1484,11 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
 		free(t->buf);
 		free(t);
 	}
+	/* a device that signals eventfds itself must drop the client's */
+	for (uint32_t i = 0; c->ops->set_irq_eventfd && i < NUM_IRQ_INDEX; i++)
+		for (uint32_t v = 0; c->irqs[i].trigger && v < c->irqs[i].count; v++)
+			if (c->irqs[i].trigger[v] >= 0)
+				c->ops->set_irq_eventfd(c->dev, i, v, -1);
 	for (unsigned i = 0; i < NUM_IRQ_INDEX; i++)
 		irq_index_free(&c->irqs[i]);
 	vcxl_dma_remove_all(&c->dma);

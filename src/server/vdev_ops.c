@@ -48,6 +48,21 @@ static int sdev_irq_arm(void *dev, uint32_t index, uint32_t vector, bool armed)
 	return vcxl_vdev_irq_arm(sdev_vdev(dev), index, vector, armed);
 }
 
+static int sdev_set_irq_eventfd(void *dev, uint32_t index, uint32_t vector, int fd)
+{
+	return vcxl_vdev_set_irq_eventfd(sdev_vdev(dev), index, vector, fd);
+}
+
+static int sdev_dma_map(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write)
+{
+	return vcxl_vdev_dma_map(sdev_vdev(dev), iova, size, vaddr, write);
+}
+
+static int sdev_dma_unmap(void *dev, uint64_t iova, uint64_t size)
+{
+	return vcxl_vdev_dma_unmap(sdev_vdev(dev), iova, size);
+}
+
 static void sdev_set_dma(void *dev, const struct vcxl_dma_ops *ops, void *opaque)
 {
 	vcxl_vdev_set_dma(sdev_vdev(dev), ops, opaque);
@@ -91,6 +106,9 @@ const struct vcxl_dev_ops vcxl_sdev_ops = {
     .irq_info = sdev_irq_info,
     .set_irq_handler = sdev_set_irq_handler,
     .irq_arm = sdev_irq_arm,
+    .set_irq_eventfd = sdev_set_irq_eventfd,
+    .dma_map = sdev_dma_map,
+    .dma_unmap = sdev_dma_unmap,
     .set_dma = sdev_set_dma,
     .reset = sdev_reset,
     .client_gone = sdev_client_gone,

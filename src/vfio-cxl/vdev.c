@@ -320,8 +320,39 @@ int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uin
 	}
 }
 
+static enum vcxl_irq_type irq_type_of(uint32_t index)
+{
+	return index == VFIO_PCI_MSI_IRQ_INDEX ? VCXL_IRQ_MSI : VCXL_IRQ_MSIX;
+}
+
+int vcxl_vdev_set_irq_eventfd(struct vcxl_vdev *v, uint32_t index, uint32_t vector, int fd)
+{
+	if (!v->be->ops->set_irq_eventfd)
+		return -EOPNOTSUPP;
+	if (index != VFIO_PCI_MSI_IRQ_INDEX && index != VFIO_PCI_MSIX_IRQ_INDEX)
+		return -EINVAL;
+	return v->be->ops->set_irq_eventfd(v->be->dev, irq_type_of(index), vector, fd);
+}
+
+int vcxl_vdev_dma_map(struct vcxl_vdev *v, uint64_t iova, uint64_t size, void *vaddr, bool write)
+{
+	if (!v->be->ops->dma_map)
+		return -EOPNOTSUPP;
+	return v->be->ops->dma_map(v->be->dev, iova, size, vaddr, write);
+}
+
+int vcxl_vdev_dma_unmap(struct vcxl_vdev *v, uint64_t iova, uint64_t size)
+{
+	if (!v->be->ops->dma_unmap)
+		return -EOPNOTSUPP;
+	return v->be->ops->dma_unmap(v->be->dev, iova, size);
+}
+
 int vcxl_vdev_irq_arm(struct vcxl_vdev *v, uint32_t index, uint32_t vector, bool armed)
 {
+	/* a VFIO device's MSI-X table is the kernel's: VFIO_DEVICE_SET_IRQS arms it */
+	if (v->be->ops->set_irq_eventfd)
+		return 0;
 	if (index != VFIO_PCI_MSIX_IRQ_INDEX)
 		return index == VFIO_PCI_MSI_IRQ_INDEX ? 0 : -EINVAL;
 	return vbar_msix_arm(v, vector, armed);
@@ -368,7 +399,7 @@ int vcxl_vdev_reset(struct vcxl_vdev *v)
 /* The client's eventfds are gone: every device MSI-X entry back to masked. */
 void vcxl_vdev_client_gone(struct vcxl_vdev *v)
 {
-	for (unsigned n = 0; n < v->msix_nvec; n++)
+	for (unsigned n = 0; !v->be->ops->set_irq_eventfd && n < v->msix_nvec; n++)
 		vbar_msix_arm(v, n, false);
 	vdev_virtual_restore(v);
 }

@@ -31,13 +31,13 @@
 #include "tap.h"
 #include "integration/harness.h"
 
-#define CYCLES	       1000
-#define VG_CYCLES      50
-#define REPLY_MS       5000
-#define RSS_SLACK_KB   (2 * 1024)
-#define RSS_BOUND_KB   (32 * 1024)
-#define REC_SIZE       64
-#define CFG	       VFIO_PCI_CONFIG_REGION_INDEX
+#define CYCLES	     1000
+#define VG_CYCLES    50
+#define REPLY_MS     5000
+#define RSS_SLACK_KB (2 * 1024)
+#define RSS_BOUND_KB (32 * 1024)
+#define REC_SIZE     64
+#define CFG	     VFIO_PCI_CONFIG_REGION_INDEX
 static const uint32_t RW = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
 
 static const char *server_bin;
@@ -307,7 +307,7 @@ static void test_stall(void)
 		if (rep.len >= sizeof(struct vfio_user_region_access) + 4)
 			memcpy(&id, rep.data + sizeof(struct vfio_user_region_access), 4);
 		ok(rep.hdr.msg_id == 0x77 && !(rep.hdr.flags & VFIO_USER_F_ERROR) &&
-			   id == (VCXL_MODEL_VENDOR | (uint32_t)VCXL_MODEL_DEVICE << 16),
+		       id == (VCXL_MODEL_VENDOR | (uint32_t)VCXL_MODEL_DEVICE << 16),
 		   "device 0: the completed REGION_READ is answered correctly (id 0x%x)",
 		   rep.hdr.msg_id);
 		vcxl_client_reply_free(&rep);
@@ -340,7 +340,7 @@ static int one_cycle(const char *path, int i)
 		if (!rc)
 			rc = vcxl_client_set_irqs(c, VFIO_PCI_MSIX_IRQ_INDEX,
 						  VFIO_IRQ_SET_DATA_EVENTFD |
-							  VFIO_IRQ_SET_ACTION_TRIGGER,
+						      VFIO_IRQ_SET_ACTION_TRIGGER,
 						  0, 1, &efd, 1, NULL);
 		if (mfd >= 0)
 			close(mfd);
@@ -370,8 +370,9 @@ static void test_cycles(void)
 		failed += one_cycle(h.sock, i) != 0;
 	fds1 = settle_fds(h.pid, fds0);
 	rss1 = pid_rss_kb(h.pid);
-	is(failed, 0, "%d connect/negotiate/GET_INFO/close cycles (100 with a memfd DMA map and "
-		      "an eventfd)",
+	is(failed, 0,
+	   "%d connect/negotiate/GET_INFO/close cycles (100 with a memfd DMA map and "
+	   "an eventfd)",
 	   CYCLES + 50);
 	is(fds1, fds0, "server fds after %d cycles: %d (before: %d)", CYCLES, fds1, fds0);
 	ok(rss0 > 0 && rss1 - rss0 < RSS_SLACK_KB, "server RSS %ld kB -> %ld kB (growth < %d kB)",
@@ -383,9 +384,12 @@ static void test_cycles(void)
 
 static void test_cycles_valgrind(void)
 {
-	static const char *const vg[] = {"valgrind", "-q", "--leak-check=full",
+	static const char *const vg[] = {"valgrind",
+					 "-q",
+					 "--leak-check=full",
 					 "--errors-for-leak-kinds=definite,indirect",
-					 "--error-exitcode=99", NULL};
+					 "--error-exitcode=99",
+					 NULL};
 	struct harness h;
 	int failed = 0, st;
 
@@ -434,7 +438,7 @@ static void test_kill_backing(void)
 	uint8_t rec[REC_SIZE], got[REC_SIZE];
 	unsigned done = 0, total = 4000, bad = 0;
 	uint8_t *map = NULL;
-	int st;
+	int st = 0;
 
 	if (!mkdtemp(dir)) {
 		ok(0, "backing: temp dir");
@@ -463,10 +467,9 @@ static void test_kill_backing(void)
 		if (i == total / 2) {
 			uint8_t msg[sizeof(struct vfio_user_hdr) +
 				    sizeof(struct vfio_user_region_access) + REC_SIZE];
-			struct vfio_user_region_access a = {
-				.offset = (uint64_t)i * REC_SIZE,
-				.region = info.cxl.region_index,
-				.count = REC_SIZE};
+			struct vfio_user_region_access a = {.offset = (uint64_t)i * REC_SIZE,
+							    .region = info.cxl.region_index,
+							    .count = REC_SIZE};
 
 			put_hdr(msg, 0xbeef, VFIO_USER_REGION_WRITE, sizeof(msg));
 			memcpy(msg + sizeof(struct vfio_user_hdr), &a, sizeof(a));
@@ -485,9 +488,13 @@ static void test_kill_backing(void)
 		}
 		done = i + 1;
 	}
-	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "server killed with SIGKILL after %u "
-						       "completed writes",
-	   done);
+	if (h.pid > 0) { /* a write failed before the kill point */
+		kill(h.pid, SIGKILL);
+		waitpid(h.pid, &st, 0);
+		h.pid = 0;
+	}
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	   "server killed with SIGKILL after %u completed writes", done);
 	if (map)
 		munmap(map, ri.size);
 	if (ri.fd >= 0)
@@ -549,7 +556,7 @@ static void test_surprise_removal(void)
 
 	if (!server_has_remove_trigger()) {
 		skip("vcxl-server has no surprise-removal trigger (expected: SIGUSR1 removes "
-			"device 0 via vcxl_model_remove, documented in --help)");
+		     "device 0 via vcxl_model_remove, documented in --help)");
 		return;
 	}
 	if (!ok(start_wrapped(&h, NULL, 0, args, 10000) == 0, "removal: server with 2 devices")) {
@@ -586,8 +593,8 @@ static void test_surprise_removal(void)
 
 /* ---- 6. resource bounds ------------------------------------------------------ */
 
-static int reply_err(struct vcxl_client *c, uint16_t cmd, const void *p, size_t len,
-		     const int *fds, unsigned nfds)
+static int reply_err(struct vcxl_client *c, uint16_t cmd, const void *p, size_t len, const int *fds,
+		     unsigned nfds)
 {
 	struct vcxl_client_reply rep;
 	int rc = vcxl_client_raw(c, cmd, 0, p, len, fds, nfds, &rep);
@@ -622,10 +629,10 @@ static void test_bounds(void)
 		struct vfio_region_info ri = {.argsz = 0xffffffffu, .index = 0};
 		struct vfio_user_device_info di = {.argsz = 0xffffffffu};
 		struct vfio_irq_info ii = {.argsz = 0xffffffffu, .index = VFIO_PCI_MSIX_IRQ_INDEX};
-		struct vfio_user_dma_map dm = {.argsz = 0xffffffffu, .flags = RW, .addr = 1ull << 40,
-					       .size = 4096};
-		struct vfio_user_dma_unmap du = {.argsz = 0xffffffffu, .addr = 1ull << 40,
-						 .size = 4096};
+		struct vfio_user_dma_map dm = {
+		    .argsz = 0xffffffffu, .flags = RW, .addr = 1ull << 40, .size = 4096};
+		struct vfio_user_dma_unmap du = {
+		    .argsz = 0xffffffffu, .addr = 1ull << 40, .size = 4096};
 
 		is(reply_err(c, VFIO_USER_DEVICE_GET_REGION_INFO, &ri, sizeof(ri), NULL, 0), 0,
 		   "GET_REGION_INFO argsz 0xffffffff: answered");
@@ -659,8 +666,8 @@ static void test_bounds(void)
 	/* too many fds */
 	{
 		int fds[24], n = 0;
-		struct vfio_user_dma_map dm = {.argsz = sizeof(dm), .flags = RW, .addr = 1ull << 40,
-					       .size = 4096};
+		struct vfio_user_dma_map dm = {
+		    .argsz = sizeof(dm), .flags = RW, .addr = 1ull << 40, .size = 4096};
 		struct {
 			struct vfio_irq_set s;
 		} si = {{.argsz = sizeof(struct vfio_irq_set),
@@ -681,19 +688,21 @@ static void test_bounds(void)
 		   VCXL_SRV_MAX_MSG_FDS + 4, VCXL_SRV_MAX_MSG_FDS);
 		is(reply_err(c, VFIO_USER_DEVICE_SET_IRQS, &si, sizeof(si), fds, 3), -EINVAL,
 		   "SET_IRQS with 3 fds for 1 vector: EINVAL");
-		is(reply_err(c, VFIO_USER_DEVICE_GET_INFO, &(struct vfio_user_device_info){.argsz = 16},
+		is(reply_err(c, VFIO_USER_DEVICE_GET_INFO,
+			     &(struct vfio_user_device_info){.argsz = 16},
 			     VFIO_USER_DEVICE_INFO_MIN, fds, 1),
 		   -EINVAL, "GET_INFO with an fd: EINVAL");
 		for (int i = 0; i < n; i++)
 			close(fds[i]);
-		is(settle_fds(h.pid, fds0), fds0, "every fd of the refused messages was closed "
-						  "(server fds %d)",
+		is(settle_fds(h.pid, fds0), fds0,
+		   "every fd of the refused messages was closed "
+		   "(server fds %d)",
 		   fds0);
 	}
 	/* REGION_READ above max_data_xfer_size */
 	{
-		struct vfio_user_region_access a = {.offset = 0, .region = 0,
-						    .count = VCXL_SRV_MAX_XFER + 1};
+		struct vfio_user_region_access a = {
+		    .offset = 0, .region = 0, .count = VCXL_SRV_MAX_XFER + 1};
 
 		is(reply_err(c, VFIO_USER_REGION_READ, &a, sizeof(a), NULL, 0), -E2BIG,
 		   "REGION_READ count above max_data_xfer_size: E2BIG");

@@ -40,6 +40,12 @@ struct fake_dev {
 	vcxl_irq_fn irq;
 	void *irq_opaque;
 	unsigned resets, gone, jobs;
+	/* a device that does its own DMA and signals eventfds (VFIO-like) */
+	unsigned iommu_maps, iommu_unmaps;
+	uint64_t last_map_iova, last_map_size;
+	bool last_map_write;
+	int irq_fd_vec1; /* -2: never set */
+	unsigned irq_fd_calls;
 };
 
 static inline void fake_get_info(void *dev, struct vcxl_vdev_info *info)
@@ -248,8 +254,54 @@ static const struct vcxl_dev_ops fake_dev_ops = {
     .poll = fake_poll,
 };
 
+static inline int fake_dma_map(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write)
+{
+	struct fake_dev *f = dev;
+	if (!vaddr)
+		return -EINVAL;
+	f->iommu_maps++;
+	f->last_map_iova = iova;
+	f->last_map_size = size;
+	f->last_map_write = write;
+	return iova >= (1ull << 48) ? -ENOSPC : 0; /* beyond the "IOMMU" aperture */
+}
+
+static inline int fake_dma_unmap(void *dev, uint64_t iova, uint64_t size)
+{
+	struct fake_dev *f = dev;
+	f->iommu_unmaps++;
+	return 0;
+}
+
+static inline int fake_set_irq_eventfd(void *dev, uint32_t index, uint32_t vector, int fd)
+{
+	struct fake_dev *f = dev;
+	f->irq_fd_calls++;
+	if (index == VFIO_PCI_MSIX_IRQ_INDEX && vector == 1)
+		f->irq_fd_vec1 = fd;
+	return 0;
+}
+
+/* The same device with the hardware (VFIO-like) operations. */
+static const struct vcxl_dev_ops fake_hw_dev_ops = {
+    .get_info = fake_get_info,
+    .region_info = fake_region_info,
+    .region_read = fake_region_read,
+    .region_write = fake_region_write,
+    .irq_info = fake_irq_info,
+    .set_irq_handler = fake_set_irq_handler,
+    .set_irq_eventfd = fake_set_irq_eventfd,
+    .dma_map = fake_dma_map,
+    .dma_unmap = fake_dma_unmap,
+    .set_dma = fake_set_dma,
+    .reset = fake_reset,
+    .client_gone = fake_client_gone,
+    .poll = fake_poll,
+};
+
 static inline int fake_dev_init(struct fake_dev *f)
 {
+	f->irq_fd_vec1 = -2;
 	memset(f, 0, sizeof(*f));
 	f->bar0_fd = memfd_create("fake-bar0", MFD_CLOEXEC);
 	f->r9_fd = memfd_create("fake-r9", MFD_CLOEXEC);

@@ -28,12 +28,14 @@ struct srv {
 	unsigned maps_at_exit;
 };
 
+static const struct vcxl_dev_ops *srv_ops = &fake_dev_ops;
+
 static void *srv_main(void *arg)
 {
 	struct srv *s = arg;
 	struct vcxl_conn_cfg cfg = {.name = "fake", .dma_timeout_ms = 2000};
 	struct vcxl_conn *c =
-	    vcxl_conn_create(&cfg, &fake_dev_ops, &s->dev, &vcxl_sock_io_ops, vcxl_sock_io(s->fd));
+	    vcxl_conn_create(&cfg, srv_ops, &s->dev, &vcxl_sock_io_ops, vcxl_sock_io(s->fd));
 	int rc = 0;
 
 	while (!rc) {
@@ -392,6 +394,49 @@ static void test_dma_irq(void)
 	free(nofd);
 }
 
+/* A device with its own DMA and eventfd signalling (the VFIO backend): the
+ * server maps client windows for it and hands it the client's eventfds. */
+static void test_hw_device(void)
+{
+	struct srv s;
+	struct vcxl_client *c;
+	const uint32_t rw = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
+	int mfd = memfd_create("guest", MFD_CLOEXEC), efd = eventfd(0, EFD_CLOEXEC);
+
+	srv_ops = &fake_hw_dev_ops;
+	c = srv_start(&s, true);
+	ok(c != NULL, "hw device: connected");
+	if (!c)
+		return;
+	ftruncate(mfd, 0x20000);
+	is(vcxl_client_dma_map(c, 0x100000, 0x10000, rw, mfd, 0, NULL), 0, "DMA_MAP with an fd");
+	is(s.dev.iommu_maps, 1, "... mapped for the device's own DMA");
+	is(s.dev.last_map_iova, 0x100000, "... at the IOVA");
+	is(s.dev.last_map_size, 0x10000, "... with the size");
+	ok(s.dev.last_map_write, "... writable");
+	is(vcxl_client_dma_map(c, 0x200000, 0x10000, VFIO_USER_F_DMA_REGION_READ, -1, 0, NULL), 0,
+	   "DMA_MAP without an fd is accepted");
+	is(s.dev.iommu_maps, 1, "... but the device cannot reach it (not mapped)");
+	is(vcxl_client_dma_map(c, 1ull << 48, 0x10000, rw, mfd, 0x10000, NULL), -ENOSPC,
+	   "the device's mapping fails: the DMA_MAP fails with its errno");
+	is(vcxl_client_dma_map(c, 1ull << 48, 0x10000, rw, -1, 0, NULL), 0,
+	   "... and the window was dropped (the range maps again)");
+	is(vcxl_client_dma_unmap(c, 0x100000, 0x10000, 0), 0, "DMA_UNMAP");
+	is(s.dev.iommu_unmaps, 1, "... unmapped from the device");
+	is(vcxl_client_set_irqs(c, VFIO_PCI_MSIX_IRQ_INDEX,
+				VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 1, 1, &efd,
+				1, NULL),
+	   0, "SET_IRQS eventfd on MSI-X vector 1");
+	ok(s.dev.irq_fd_vec1 >= 0, "the device got an eventfd for vector 1");
+	is(vcxl_client_dma_map(c, 0x100000, 0x10000, rw, mfd, 0, NULL), 0, "map again");
+	srv_stop(&s, c);
+	is(s.dev.irq_fd_vec1, -1, "disconnect: the device's eventfd is withdrawn");
+	is(s.dev.iommu_unmaps, 2, "disconnect: the live fd window is unmapped from the device");
+	srv_ops = &fake_dev_ops;
+	close(mfd);
+	close(efd);
+}
+
 static void test_malformed(void)
 {
 	struct srv s;
@@ -464,6 +509,7 @@ int main(void)
 	test_info();
 	test_region_rw();
 	test_dma_irq();
+	test_hw_device();
 	test_malformed();
 	return done();
 }

@@ -1,0 +1,141 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# /init of the e2e-type3 guest (busybox ash, Debian's 6.12 kernel, ndctl's cxl).
+# The stock CXL stack drives vcxl's Type-3 personality: cxl_acpi + cxl_pci +
+# cxl_mem enumerate it, `cxl create-region -t ram` commits a region through its
+# endpoint decoder, `cxl destroy-region` decommits it. One "T3STEP name: ok|FAIL
+# detail" line per step, "T3FACT key=value" lines for the host, sections framed
+# by "=== NAME ===" lines. kmem is never loaded: the region's memory is not
+# onlined (QEMU does not route the CFMWS window to a vfio-user device).
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /tmp /run
+mount -t tmpfs tmpfs /tmp
+
+sec() { echo "=== $* === (uptime $(cut -d' ' -f1 /proc/uptime)s)"; }
+step() { # step NAME ok|FAIL DETAIL
+	echo "T3STEP $1: $2 ${3:-}"
+}
+# wait_for PATH SECONDS: until PATH exists
+wait_for() {
+	i=0
+	while [ ! -e "$1" ] && [ $i -lt $(($2 * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -e "$1" ]
+}
+# json_str KEY < JSON: first string value of "KEY"
+json_str() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" | head -1; }
+# json_num KEY < JSON: first number value of "KEY"
+json_num() { sed -n "s/.*\"$1\":\([0-9x]*\).*/\1/p" | head -1; }
+
+sec "VCXL T3 GUEST START"
+uname -r
+for m in cxl_acpi cxl_pci cxl_mem dax_cxl device_dax; do
+	modprobe "$m" 2>&1 || echo "modprobe $m failed"
+done
+
+sec "lspci -vvv -d 8086:0d93"
+lspci -vvv -nn -d 8086:0d93
+
+# cxl_pci probes the memdev, cxl_mem adds its endpoint port (and its decoders)
+if wait_for /sys/bus/cxl/devices/mem0 20; then
+	step memdev ok "mem0 registered by cxl_pci"
+else
+	step memdev FAIL "no /sys/bus/cxl/devices/mem0 after 20 s"
+fi
+EP=""
+i=0
+while [ $i -lt 200 ]; do
+	EP=$(ls -d /sys/bus/cxl/devices/mem0/endpoint* 2>/dev/null | head -1)
+	[ -n "$EP" ] && [ -n "$(ls -d "$EP"/decoder* 2>/dev/null)" ] && break
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -n "$EP" ]; then
+	EPD=$(basename "$(ls -d "$EP"/decoder* | head -1)")
+	step endpoint ok "$(basename "$EP") with decoder $EPD (cxl_mem)"
+	echo "T3FACT endpoint_decoder=$EPD"
+else
+	EPD=""
+	step endpoint FAIL "cxl_mem added no endpoint port with decoders"
+fi
+
+sec "cxl list -vvv"
+cxl list -vvv 2>&1
+sec "end cxl list -vvv"
+MEMJS=$(cxl list -m mem0 2>/dev/null | tr -d ' \n')
+if echo "$MEMJS" | grep -q '"memdev":"mem0"'; then
+	step cxl-list ok "cxl list shows mem0 ram_size $(echo "$MEMJS" | json_num ram_size)"
+else
+	step cxl-list FAIL "cxl list -m mem0: $MEMJS"
+fi
+DECJS=$(cxl list -D -m mem0 2>/dev/null | tr -d ' \n')
+if [ -n "$EPD" ] && echo "$DECJS" | grep -q "\"decoder\":\"$EPD\""; then
+	step cxl-list-decoders ok "cxl list -D -m mem0 shows endpoint decoder $EPD"
+else
+	step cxl-list-decoders FAIL "cxl list -D -m mem0: $DECJS"
+fi
+
+# the root decoder of the CFMWS window (cxl_acpi): the port1 side's decoder0.N
+ROOT=$(cxl list -D -d root 2>/dev/null | tr -d ' \n' | json_str decoder)
+[ -n "$ROOT" ] || ROOT=decoder0.0
+echo "T3FACT root_decoder=$ROOT"
+
+sec "cxl create-region"
+cxl create-region -t ram -d "$ROOT" -m mem0 > /tmp/region.json 2> /tmp/region.err
+rc=$?
+cat /tmp/region.json /tmp/region.err
+RJS=$(tr -d ' \n' < /tmp/region.json)
+REGION=$(echo "$RJS" | json_str region)
+if [ $rc -eq 0 ] && [ -n "$REGION" ]; then
+	step create-region ok "cxl create-region -t ram -d $ROOT -m mem0: $REGION"
+else
+	step create-region FAIL "rc=$rc $(tr '\n' ' ' < /tmp/region.err)"
+fi
+if [ -n "$REGION" ]; then
+	R=/sys/bus/cxl/devices/$REGION
+	RBASE=$(cat "$R/resource" 2>/dev/null)
+	RSIZE=$(cat "$R/size" 2>/dev/null)
+	RCOMMIT=$(cat "$R/commit" 2>/dev/null)
+	RMODE=$(cat "$R/mode" 2>/dev/null)
+	echo "T3FACT region=$REGION base=$RBASE size=$RSIZE commit=$RCOMMIT mode=$RMODE"
+	D=/sys/bus/cxl/devices/$EPD
+	ESTART=$(cat "$D/start" 2>/dev/null)
+	ESIZE=$(cat "$D/size" 2>/dev/null)
+	ETYPE=$(cat "$D/target_type" 2>/dev/null)
+	ERGN=$(cat "$D/region" 2>/dev/null)
+	echo "T3FACT epdecoder=$EPD start=$ESTART size=$ESIZE target_type=$ETYPE region=$ERGN"
+	if [ "$RCOMMIT" = 1 ] && [ "$ERGN" = "$REGION" ] && [ "$ESTART" = "$RBASE" ]; then
+		step region-committed ok "$REGION committed: $EPD at $ESTART size $ESIZE ($ETYPE)"
+	else
+		step region-committed FAIL "commit=$RCOMMIT $EPD region=$ERGN start=$ESTART"
+	fi
+	sec "cxl list -vvv (region)"
+	cxl list -vvv -r "$REGION" 2>&1
+	sec "end cxl list -vvv (region)"
+	ls /sys/bus/dax/devices/ 2>/dev/null | sed 's/^/dax device: /'
+
+	sec "cxl destroy-region"
+	cxl destroy-region -f "$REGION" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && [ ! -e "$R" ]; then
+		step destroy-region ok "cxl destroy-region $REGION"
+	else
+		step destroy-region FAIL "rc=$rc, $R $( [ -e "$R" ] && echo still exists)"
+	fi
+	ESIZE2=$(cat "$D/size" 2>/dev/null)
+	ERGN2=$(cat "$D/region" 2>/dev/null)
+	echo "T3FACT after-destroy epdecoder=$EPD size=$ESIZE2 region=$ERGN2"
+fi
+
+sec "dmesg (cxl)"
+dmesg | grep -i -E 'cxl|0d93|dax|mailbox|decoder' | tail -80
+sec "VCXL T3 GUEST DONE"
+sync
+poweroff -f

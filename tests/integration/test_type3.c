@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The Type-3 serving path with the real binary: `vcxl-server --model type3`
+ * answers with the CXL memory device identity (8086:0d93, class 050210), the
+ * Register Locator lists the memory device registers (RBI 3) beside the
+ * component block, the mailbox works through BAR2 region accesses (Identify,
+ * Get Partition Info, an unsupported opcode), Memory Device Status reports
+ * media ready, the guest's virtual decoders reset HOSTONLY and commit with it,
+ * and the server logs the guest's commits and decommits. Also: a region
+ * smaller than the device is refused, --model accel is the accelerator, and a
+ * bad --model value is a usage error.
+ */
+#include <linux/pci_regs.h>
+
+#include "tap.h"
+#include "integration/harness.h"
+#include "vcxl/cxl_mbox.h"
+#include "vcxl/cxl_regs.h"
+#include "vcxl/model.h"
+
+#define CFG  VFIO_PCI_CONFIG_REGION_INDEX
+#define BAR0 VFIO_PCI_BAR0_REGION_INDEX
+#define BAR2 VFIO_PCI_BAR2_REGION_INDEX
+#define G256 VCXL_SZ_256M
+
+static uint32_t cfg32(struct vcxl_client *c, uint32_t off)
+{
+	uint32_t v = 0xdeadbeef;
+
+	vcxl_client_read32(c, CFG, off, &v);
+	return v;
+}
+
+/* PCIe r6 7.9.6: find a CXL DVSEC by walking the extended capabilities. */
+static uint32_t find_dvsec(struct vcxl_client *c, uint16_t id)
+{
+	uint32_t off = PCIE_EXT_CAP_START;
+
+	for (int n = 0; off && n < 64; n++) {
+		uint32_t hdr = cfg32(c, off);
+
+		if (!hdr || hdr == 0xffffffffu)
+			return 0;
+		if (VCXL_FIELD_GET(PCIE_EXT_CAP_ID_MASK, hdr) == PCIE_EXT_CAP_ID_DVSEC &&
+		    VCXL_FIELD_GET(PCIE_DVSEC_HDR1_VENDOR, cfg32(c, off + PCIE_DVSEC_HEADER1)) ==
+			CXL_VENDOR_ID &&
+		    VCXL_FIELD_GET(PCIE_DVSEC_HDR2_ID, cfg32(c, off + PCIE_DVSEC_HEADER2)) == id)
+			return off;
+		off = (uint32_t)VCXL_FIELD_GET(PCIE_EXT_CAP_NEXT_MASK, hdr);
+	}
+	return 0;
+}
+
+struct regblock {
+	bool found;
+	unsigned bar;
+	uint64_t off;
+};
+
+/* CXL r3.1 8.1.9: the Register Locator entries, by block id */
+static void regloc(struct vcxl_client *c, struct regblock *comp, struct regblock *mdev)
+{
+	uint32_t rl = find_dvsec(c, CXL_DVSEC_ID_REG_LOCATOR);
+	uint32_t len =
+	    rl ? (uint32_t)VCXL_FIELD_GET(PCIE_DVSEC_HDR1_LEN, cfg32(c, rl + PCIE_DVSEC_HEADER1))
+	       : 0;
+
+	*comp = *mdev = (struct regblock){0};
+	for (uint32_t k = 0; rl && CXL_REGLOC_BLOCK_HI(k) + 4 <= len; k++) {
+		uint32_t lo = cfg32(c, rl + CXL_REGLOC_BLOCK_LO(k));
+		uint32_t hi = cfg32(c, rl + CXL_REGLOC_BLOCK_HI(k));
+		struct regblock b = {true, (unsigned)VCXL_FIELD_GET(CXL_REGLOC_BIR, lo),
+				     ((uint64_t)hi << 32) | (lo & CXL_REGLOC_OFFSET_LO)};
+		unsigned rbi = (unsigned)VCXL_FIELD_GET(CXL_REGLOC_BLOCK_ID, lo);
+
+		if (rbi == CXL_REGLOC_RBI_COMPONENT)
+			*comp = b;
+		else if (rbi == CXL_REGLOC_RBI_MEMDEV)
+			*mdev = b;
+	}
+}
+
+/* CXL r3.1 8.2.8.2: offset (in BAR2) of device capability `id`, 0 if absent */
+static uint64_t devcap(struct vcxl_client *c, uint64_t blk, uint16_t id)
+{
+	uint64_t arr = 0;
+
+	if (vcxl_client_read64(c, BAR2, blk, &arr))
+		return 0;
+	if (VCXL_FIELD_GET(CXLDEV_CAP_ARRAY_ID, arr) != CXLDEV_CAP_ARRAY_CAP_ID)
+		return 0;
+	for (unsigned i = 0; i < VCXL_FIELD_GET(CXLDEV_CAP_ARRAY_COUNT, arr) && i < 16; i++) {
+		uint64_t h = blk + CXLDEV_CAP_HDR_FIRST + i * CXLDEV_CAP_HDR_STRIDE;
+		uint32_t hid = 0, hoff = 0;
+
+		vcxl_client_read32(c, BAR2, h, &hid);
+		vcxl_client_read32(c, BAR2, h + CXLDEV_CAP_HDR_OFFSET, &hoff);
+		if (VCXL_FIELD_GET(CXLDEV_CAP_HDR_ID, hid) == id)
+			return blk + hoff;
+	}
+	return 0;
+}
+
+/* CXL r3.1 8.2.8.4: one mailbox command the way cxl_pci sends it: payload,
+ * Command, doorbell; poll the doorbell; Status. Returns the return code (or
+ * -errno), output bytes in out (up to *out_len, updated). */
+static int mbox_cmd(struct vcxl_client *c, uint64_t mb, uint16_t op, const void *in, size_t in_len,
+		    void *out, size_t *out_len)
+{
+	uint64_t st = 0, cmd = 0;
+	uint32_t ctrl = 0;
+	int rc, tries;
+
+	if (in_len &&
+	    (rc = vcxl_client_region_write(c, BAR2, mb + CXLDEV_MBOX_PAYLOAD, in, in_len)))
+		return rc;
+	cmd = VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_OPCODE, op) |
+	      VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_PAYLOAD_LEN, in_len);
+	if ((rc = vcxl_client_write64(c, BAR2, mb + CXLDEV_MBOX_CMD, cmd)) ||
+	    (rc = vcxl_client_write32(c, BAR2, mb + CXLDEV_MBOX_CTRL, CXLDEV_MBOX_CTRL_DOORBELL)))
+		return rc;
+	for (tries = 0; tries < 100; tries++) {
+		if ((rc = vcxl_client_read32(c, BAR2, mb + CXLDEV_MBOX_CTRL, &ctrl)))
+			return rc;
+		if (!(ctrl & CXLDEV_MBOX_CTRL_DOORBELL))
+			break;
+		h_sleep_ms(1);
+	}
+	if (ctrl & CXLDEV_MBOX_CTRL_DOORBELL)
+		return -ETIMEDOUT;
+	if ((rc = vcxl_client_read64(c, BAR2, mb + CXLDEV_MBOX_STATUS, &st)) ||
+	    (rc = vcxl_client_read64(c, BAR2, mb + CXLDEV_MBOX_CMD, &cmd)))
+		return rc;
+	size_t n = VCXL_FIELD_GET(CXLDEV_MBOX_CMD_PAYLOAD_LEN, cmd);
+	if (out_len) {
+		if (n > *out_len)
+			n = *out_len;
+		if (n && (rc = vcxl_client_region_read(c, BAR2, mb + CXLDEV_MBOX_PAYLOAD, out, n)))
+			return rc;
+		*out_len = n;
+	}
+	return (int)VCXL_FIELD_GET(CXLDEV_MBOX_STATUS_RC, st);
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void test_identity(struct vcxl_client *c, const struct vcxl_client_info *info)
+{
+	is(cfg32(c, PCI_VENDOR_ID), (uint32_t)VCXL_MODEL_TYPE3_DEVICE << 16 | VCXL_MODEL_VENDOR,
+	   "config: 8086:0d93");
+	is(cfg32(c, PCI_CLASS_REVISION) >> 8, CXL_PCI_CLASS_MEMDEV,
+	   "config: class code 050210 (CXL memory device)");
+	ok(info->flags & VFIO_DEVICE_FLAGS_CXL, "GET_INFO: VFIO_DEVICE_FLAGS_CXL");
+	ok(info->has_cxl && info->cxl.region_size == G256,
+	   "GET_INFO: CXL capability, region 256 MiB (all device memory)");
+}
+
+static void test_mailbox(struct vcxl_client *c, uint64_t blk)
+{
+	uint64_t md = devcap(c, blk, CXLDEV_CAP_ID_MEMDEV);
+	uint64_t mb = devcap(c, blk, CXLDEV_CAP_ID_PRIMARY_MBOX);
+	uint64_t st = 0;
+	uint32_t caps = 0;
+	uint8_t out[256];
+	size_t n;
+	int rc;
+
+	ok(devcap(c, blk, CXLDEV_CAP_ID_DEVICE_STATUS) != 0,
+	   "capability array: device status registers");
+	ok(md != 0 && mb != 0, "capability array: memory device status and primary mailbox");
+	vcxl_client_read64(c, BAR2, md + CXLMDEV_STATUS, &st);
+	is(VCXL_FIELD_GET(CXLMDEV_STATUS_MEDIA, st), CXLMDEV_MEDIA_READY,
+	   "memory device status: media ready");
+	ok(st & CXLMDEV_STATUS_MBOX_READY, "memory device status: mailbox interface ready");
+	vcxl_client_read32(c, BAR2, mb + CXLDEV_MBOX_CAPS, &caps);
+	is(VCXL_FIELD_GET(CXLDEV_MBOX_CAP_PAYLOAD_SIZE, caps), VCXL_MODEL_T3_PAYLOAD_SHIFT,
+	   "mailbox capabilities: 2 KiB payload");
+
+	n = sizeof(out);
+	memset(out, 0, sizeof(out));
+	rc = mbox_cmd(c, mb, CXL_MBOX_OP_IDENTIFY, NULL, 0, out, &n);
+	is(rc, CXL_MBOX_RC_SUCCESS, "Identify through BAR2 region accesses: Success");
+	ok(n >= CXL_IDENTIFY_SIZE_V2, "Identify: %zu output bytes (Linux needs 0x43)", n);
+	ok(!memcmp(out + CXL_IDENTIFY_FW_REV, VCXL_MODEL_T3_FW_REVISION,
+		   strlen(VCXL_MODEL_T3_FW_REVISION)),
+	   "Identify: firmware revision \"%s\"", VCXL_MODEL_T3_FW_REVISION);
+	is(le64(out + CXL_IDENTIFY_TOTAL_CAP), 1, "Identify: total capacity 1 x 256 MiB");
+	is(le64(out + CXL_IDENTIFY_VOLATILE_CAP), 1, "Identify: volatile capacity 1 x 256 MiB");
+	is(le64(out + CXL_IDENTIFY_PERSISTENT_CAP), 0, "Identify: no persistent capacity");
+
+	n = sizeof(out);
+	rc = mbox_cmd(c, mb, CXL_MBOX_OP_GET_PARTITION_INFO, NULL, 0, out, &n);
+	ok(rc == CXL_MBOX_RC_SUCCESS && n == CXL_PARTITION_INFO_SIZE && le64(out) == 1,
+	   "Get Partition Info: active volatile 1 x 256 MiB (rc %d, %zu bytes)", rc, n);
+
+	n = sizeof(out);
+	rc = mbox_cmd(c, mb, 0x7fff, NULL, 0, out, &n);
+	ok(rc == CXL_MBOX_RC_UNSUPPORTED && n == 0,
+	   "unknown opcode 0x7fff: Unsupported, no output (rc %d)", rc);
+	uint8_t junk[4] = {1, 2, 3, 4};
+	n = sizeof(out);
+	rc = mbox_cmd(c, mb, CXL_MBOX_OP_IDENTIFY, junk, sizeof(junk), out, &n);
+	ok(rc != CXL_MBOX_RC_SUCCESS && rc > 0,
+	   "Identify with an input payload: refused with a return code (rc %d)", rc);
+}
+
+/* CXL r3.1 8.2.4.20: the guest's decoders reset HOSTONLY and commit with it. */
+static void test_decoder(struct harness *h, struct vcxl_client *c,
+			 const struct vcxl_client_info *info)
+{
+	uint64_t hdm = info->cxl.hdm_offset;
+	uint32_t ctrl = 0, g = 0;
+	const uint64_t base = 0x2000000000ull;
+
+	vcxl_client_read32(c, BAR0, hdm + CXL_HDM_DEC_CTRL(0), &ctrl);
+	ok(ctrl & CXL_HDM_DEC_CTRL_HOSTONLY,
+	   "virtual decoder 0 resets with Target Range Type HOSTONLY (ctrl 0x%x)", ctrl);
+	ok(!(ctrl & CXL_HDM_DEC_CTRL_COMMITTED), "virtual decoder 0 not committed at reset");
+	vcxl_client_read32(c, BAR0, hdm + CXL_HDM_GLOBAL_CTRL, &g);
+	vcxl_client_write32(c, BAR0, hdm + CXL_HDM_GLOBAL_CTRL, g | CXL_HDM_GCTRL_ENABLE);
+	vcxl_client_write32(c, BAR0, hdm + CXL_HDM_DEC_BASE_HI(0), (uint32_t)(base >> 32));
+	vcxl_client_write32(c, BAR0, hdm + CXL_HDM_DEC_BASE_LO(0), (uint32_t)base);
+	vcxl_client_write32(c, BAR0, hdm + CXL_HDM_DEC_SIZE_HI(0), 0);
+	vcxl_client_write32(c, BAR0, hdm + CXL_HDM_DEC_SIZE_LO(0), (uint32_t)G256);
+	vcxl_client_write32(c, BAR0, hdm + CXL_HDM_DEC_CTRL(0),
+			    CXL_HDM_DEC_CTRL_HOSTONLY | CXL_HDM_DEC_CTRL_COMMIT);
+	vcxl_client_read32(c, BAR0, hdm + CXL_HDM_DEC_CTRL(0), &ctrl);
+	ok((ctrl & CXL_HDM_DEC_CTRL_COMMITTED) && !(ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR) &&
+	       (ctrl & CXL_HDM_DEC_CTRL_HOSTONLY),
+	   "guest commits decoder 0 HOSTONLY at 0x%llx (ctrl 0x%x)", (unsigned long long)base,
+	   ctrl);
+	vcxl_client_write32(c, BAR0, hdm + CXL_HDM_DEC_CTRL(0), CXL_HDM_DEC_CTRL_HOSTONLY);
+	vcxl_client_read32(c, BAR0, hdm + CXL_HDM_DEC_CTRL(0), &ctrl);
+	ok(!(ctrl & CXL_HDM_DEC_CTRL_COMMITTED), "guest decommits decoder 0");
+	uint32_t v = 0;
+	vcxl_client_read32(c, CFG, 0, &v); /* a round trip: the log lines are written */
+	is(h_log_count(h, "dev0: guest decoder 0 committed base 0x2000000000 size 0x10000000"), 1,
+	   "server log: the guest's commit with its base and size");
+	is(h_log_count(h, "dev0: guest decoder 0 decommitted base 0x2000000000 size 0x10000000"), 1,
+	   "server log: the guest's decommit");
+}
+
+static void test_type3_server(const char *bin, const char *cli)
+{
+	struct harness h = {.cli = cli};
+	const char *args[] = {"--model", "type3", "--decoders", "2", NULL};
+	struct vcxl_client *c = NULL;
+	struct vcxl_client_info info;
+	struct regblock comp, mdev;
+	int rc = h_start(&h, bin, -1, args);
+
+	ok(rc == 0, "vcxl-server --model type3 started");
+	if (rc) {
+		h_dump_log(&h);
+		h_cleanup(&h);
+		return;
+	}
+	is(h_log_count(&h, "serving device 0 (8086:0d93"), 1, "server log names 8086:0d93");
+	is(vcxl_client_connect(h.sock, &c), 0, "client connected");
+	if (!c) {
+		h_cleanup(&h);
+		return;
+	}
+	is(vcxl_client_get_info(c, &info), 0, "GET_INFO");
+	test_identity(c, &info);
+	regloc(c, &comp, &mdev);
+	ok(comp.found && comp.bar == 0, "Register Locator: component block in BAR0");
+	ok(mdev.found && mdev.bar == 2 && mdev.off == VCXL_MODEL_T3_MEMDEV_OFF,
+	   "Register Locator: memory device registers (RBI 3) at BAR2 + 0x%llx",
+	   (unsigned long long)mdev.off);
+	struct vcxl_client_region ri;
+	ok(vcxl_client_region_info(c, BAR2, &ri) == 0 && ri.size == VCXL_MODEL_T3_BAR2_SIZE &&
+	       !(ri.flags & VFIO_REGION_INFO_FLAG_MMAP),
+	   "BAR2: 128 KiB, trapped (not mmappable: the mailbox runs in the server)");
+	if (ri.fd >= 0)
+		close(ri.fd);
+	if (mdev.found)
+		test_mailbox(c, mdev.off);
+	test_decoder(&h, c, &info);
+	vcxl_client_close(c);
+	is(h_stop(&h), 0, "SIGTERM: exit 0");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+}
+
+/* The region must be all device memory: the mailbox reports the whole device. */
+static void test_partial_region_refused(const char *bin)
+{
+	char cmd[600], line[512];
+	bool said = false;
+	int rc = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' --model type3 --mem-size 512M --region-size 256M --socket "
+		 "/tmp/vcxl-it-t3-refused.sock 2>&1; echo rc=$?",
+		 bin);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof(line), p)) {
+		if (strstr(line, "must cover all device memory"))
+			said = true;
+		sscanf(line, "rc=%d", &rc);
+	}
+	if (p)
+		pclose(p);
+	ok(rc != 0, "--model type3 with a region smaller than the device exits (rc %d)", rc);
+	ok(said, "and says the region must cover all device memory");
+}
+
+static void test_accel_unchanged(const char *bin)
+{
+	struct harness h = {0};
+	const char *args[] = {"--model", "accel", NULL};
+	struct vcxl_client *c = NULL;
+	struct vcxl_client_info info;
+	struct regblock comp, mdev;
+	uint32_t ctrl = 0;
+	int rc = h_start(&h, bin, -1, args);
+
+	ok(rc == 0, "vcxl-server --model accel started");
+	if (!rc && vcxl_client_connect(h.sock, &c) == 0) {
+		is(cfg32(c, PCI_VENDOR_ID), (uint32_t)VCXL_MODEL_DEVICE << 16 | VCXL_MODEL_VENDOR,
+		   "accel: 8086:0d94");
+		is(cfg32(c, PCI_CLASS_REVISION) >> 8, VCXL_MODEL_CLASS_ACCEL,
+		   "accel: class 120000");
+		regloc(c, &comp, &mdev);
+		ok(comp.found && !mdev.found, "accel: Register Locator has no memory device block");
+		vcxl_client_get_info(c, &info);
+		vcxl_client_read32(c, BAR0, info.cxl.hdm_offset + CXL_HDM_DEC_CTRL(0), &ctrl);
+		ok(!(ctrl & CXL_HDM_DEC_CTRL_HOSTONLY),
+		   "accel: virtual decoder 0 resets device-coherent (ctrl 0x%x)", ctrl);
+		vcxl_client_close(c);
+	} else {
+		ok(0, "accel: client connected");
+	}
+	is(h_stop(&h), 0, "accel: SIGTERM: exit 0");
+	h_cleanup(&h);
+}
+
+static void test_bad_model(const char *bin)
+{
+	char cmd[600];
+	FILE *p;
+	char line[256];
+	bool said = false;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --model type4 --socket /nonexistent/x 2>&1; echo rc=$?",
+		 bin);
+	p = popen(cmd, "r");
+	int rc = -1;
+	while (p && fgets(line, sizeof(line), p)) {
+		if (strstr(line, "--model") && strstr(line, "type4"))
+			said = true;
+		sscanf(line, "rc=%d", &rc);
+	}
+	if (p)
+		pclose(p);
+	ok(said && rc == 2, "--model type4: usage error naming the option (rc %d)", rc);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = h_server_bin(argc, argv);
+
+	test_type3_server(bin, h_cli_bin(argc, argv));
+	test_partial_region_refused(bin);
+	test_accel_unchanged(bin);
+	test_bad_model(bin);
+	return done();
+}
