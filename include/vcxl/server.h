@@ -186,6 +186,9 @@ int vcxl_dma_remove(struct vcxl_dma_table *t, uint64_t iova, uint64_t size);
 int vcxl_dma_remove_range(struct vcxl_dma_table *t, uint64_t iova, uint64_t size,
 			  unsigned *removed);
 void vcxl_dma_remove_all(struct vcxl_dma_table *t);
+/* memcpy to or from client memory: -EFAULT instead of dying of SIGBUS when
+ * the client's file no longer backs the window. */
+int vcxl_dma_copy(void *dst, const void *src, size_t len);
 /* Mapping containing iova, or NULL. */
 const struct vcxl_dma_map *vcxl_dma_find(const struct vcxl_dma_table *t, uint64_t iova);
 /* The same, for the table's owner to update a mapping's bookkeeping. */

@@ -4,6 +4,9 @@
  * by IOVA and non-overlapping, each mmapped from its fd when it has one.
  */
 #include <errno.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -83,6 +86,75 @@ static int dma_check_args(const struct vcxl_dma_table *t, uint64_t iova, uint64_
 }
 
 /* mmap the fd range with the protection the flags grant. */
+/*
+ * Client memory can vanish under a mapping (a client may truncate the file it
+ * passed): touching it then raises SIGBUS. Copies to and from client memory
+ * run under a guard that turns that SIGBUS into -EFAULT for the one access.
+ */
+/* volatile: the stores around memcpy must not be merged away */
+static __thread sigjmp_buf *volatile dma_guard;
+static struct sigaction dma_prev_bus;
+
+static void dma_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	if (dma_guard)
+		siglongjmp(*dma_guard, 1);
+	/* not ours: behave as before */
+	if (dma_prev_bus.sa_flags & SA_SIGINFO)
+		dma_prev_bus.sa_sigaction(sig, si, uc);
+	else if (dma_prev_bus.sa_handler != SIG_IGN && dma_prev_bus.sa_handler != SIG_DFL)
+		dma_prev_bus.sa_handler(sig);
+	else {
+		signal(SIGBUS, SIG_DFL);
+		raise(SIGBUS);
+	}
+}
+
+static void dma_guard_install(void)
+{
+	static bool done;
+	struct sigaction sa;
+
+	if (done)
+		return;
+	done = true;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = dma_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &dma_prev_bus);
+}
+
+int vcxl_dma_copy(void *dst, const void *src, size_t len)
+{
+	sigjmp_buf jb;
+	sigjmp_buf *volatile prev = dma_guard;
+
+	if (sigsetjmp(jb, 1)) {
+		dma_guard = prev;
+		return -EFAULT;
+	}
+	dma_guard = &jb;
+	memcpy(dst, src, len);
+	dma_guard = prev;
+	return 0;
+}
+
+/* A regular file or memfd must cover the whole window, or the mapping
+ * would fault at once; other fds (devices) are trusted to their mmap. */
+static int dma_fd_covers(int fd, uint64_t offset, uint64_t size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	if ((uint64_t)st.st_size < offset || (uint64_t)st.st_size - offset < size)
+		return -EINVAL;
+	return 0;
+}
+
 static int dma_mmap(struct vcxl_dma_map *m)
 {
 	int prot = 0;
@@ -97,6 +169,10 @@ static int dma_mmap(struct vcxl_dma_map *m)
 		prot |= PROT_WRITE;
 	if (m->size + skew > SIZE_MAX)
 		return -EINVAL;
+	int rc = dma_fd_covers(m->fd, m->offset, m->size);
+	if (rc)
+		return rc;
+	dma_guard_install();
 	p = mmap(NULL, m->size + skew, prot, MAP_SHARED, m->fd, (off_t)aligned);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -186,6 +262,8 @@ int vcxl_dma_remove_range(struct vcxl_dma_table *t, uint64_t iova, uint64_t size
 			return -EINVAL;
 		last++;
 	}
+	if (first == last) /* nothing inside: a success (t->maps may be NULL) */
+		return 0;
 	for (unsigned i = first; i < last; i++)
 		dma_map_release(t, &t->maps[i]);
 	memmove(&t->maps[first], &t->maps[last], (t->n - last) * sizeof(*t->maps));

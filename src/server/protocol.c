@@ -1355,10 +1355,16 @@ static int conn_dma_rw(struct vcxl_conn *c, uint64_t iova, uint8_t *buf, size_t 
 		if (chunk > len)
 			chunk = len;
 		if (mp->ptr) {
-			if (write)
-				memcpy(mp->ptr + (iova - mp->iova), buf, chunk);
-			else
-				memcpy(buf, mp->ptr + (iova - mp->iova), chunk);
+			int rc = write ? vcxl_dma_copy(mp->ptr + (iova - mp->iova), buf, chunk)
+				       : vcxl_dma_copy(buf, mp->ptr + (iova - mp->iova), chunk);
+			if (rc) {
+				vcxl_log(VCXL_LOG_WARN,
+					 "%s: DMA window [0x%llx, +0x%llx) no longer backed by the "
+					 "client's fd",
+					 conn_name(c), (unsigned long long)mp->iova,
+					 (unsigned long long)mp->size);
+				return rc;
+			}
 		} else {
 			uint64_t done = 0, max = c->client_max_xfer ? c->client_max_xfer : 4096;
 

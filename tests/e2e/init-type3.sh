@@ -91,6 +91,15 @@ sec "cxl create-region"
 cxl create-region -t ram -d "$ROOT" -m mem0 > /tmp/region.json 2> /tmp/region.err
 rc=$?
 cat /tmp/region.json /tmp/region.err
+# ndctl 76 cannot size a ram region by itself ("unable to determine region size",
+# and it exits 0): give it the memdev's ram_size, as its documentation suggests
+if ! grep -q '"region"' /tmp/region.json; then
+	RAMSZ=$(echo "$MEMJS" | json_num ram_size)
+	echo "retrying with -s $RAMSZ"
+	cxl create-region -t ram -d "$ROOT" -m mem0 -s "$RAMSZ" > /tmp/region.json 2> /tmp/region.err
+	rc=$?
+	cat /tmp/region.json /tmp/region.err
+fi
 RJS=$(tr -d ' \n' < /tmp/region.json)
 REGION=$(echo "$RJS" | json_str region)
 if [ $rc -eq 0 ] && [ -n "$REGION" ]; then

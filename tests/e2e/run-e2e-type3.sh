@@ -1,0 +1,284 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-e2e-type3.sh BUILDDIR - e2e-type3: a stock Linux CXL stack on vcxl's Type-3 model.
+#
+# Host: `vcxl-server --model type3` (256 MiB, one decoder) and QEMU 10.2 (TCG, shared memfd
+# guest RAM) with q35,cxl=on, a pxb-cxl host bridge, two cxl-rp (the second empty), a 4 GiB
+# CFMWS window and the vcxl device as vfio-user-pci on rp0. Guest: Debian's 6.12 kernel
+# (creates RAM regions; 6.1 does not), busybox, ndctl's `cxl`; /init is init-type3.sh:
+# cxl_acpi/cxl_pci/cxl_mem enumerate the memdev, `cxl list -vvv` (kept in the log),
+# `cxl create-region -t ram`, `cxl destroy-region`. Here: every guest step passed, the
+# server logged the guest's virtual decoder commit with the region's base and size and
+# then its decommit, no protocol error, the host decoder unchanged, a clean SIGTERM exit.
+# Output is TAP; "SKIP e2e-type3: ..." without QEMU 10.2 or when the kernel or ndctl
+# cannot be fetched.
+#
+# Environment: VCXL_QEMU, VCXL_E2E_TIMEOUT (s, default 400), VCXL_E2E_T3_KVER (default:
+# the newest linux-image-6.12.*+deb12-amd64-unsigned apt knows), VCXL_E2E_T3_CACHE
+# (~/.cache/vcxl-e2e-t3). Logs: BUILDDIR/e2e-type3/{console,server,qemu-cmd}.log.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-build}" && pwd)
+LOG=$BUILD/e2e-type3
+TMO=${VCXL_E2E_TIMEOUT:-400}
+CACHE=${VCXL_E2E_T3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e-t3}
+SERVER=$BUILD/src/tools/vcxl-server
+mkdir -p "$LOG" "$CACHE/debs"
+
+n=0
+nfail=0
+tap() { # tap 0|1 DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = 1 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; nfail=$((nfail + 1)); fi
+}
+diag() { sed 's/^/# /'; }
+skip_all() {
+	echo "SKIP e2e-type3: $1" >&2
+	echo "# SKIP e2e-type3: $1"
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+QPID=""
+SPID=""
+TMP=""
+cleanup() {
+	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	[ -n "$TMP" ] && rm -rf "$TMP"
+	QPID=""
+	SPID=""
+	TMP=""
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+[ -x "$SERVER" ] || { echo "Bail out! $SERVER is not built"; exit 1; }
+
+# ---- QEMU 10.2 with vfio-user-pci (qemu-find.sh), checked for the version ----
+QEMU=$("$HERE/qemu-find.sh" 2>/dev/null) || skip_all "no QEMU with vfio-user-pci (set VCXL_QEMU)"
+"$QEMU" --version 2>/dev/null | head -1 |
+	grep -qE 'version (10\.([2-9]|[1-9][0-9])|1[1-9]|[2-9][0-9])\.' ||
+	skip_all "$QEMU is not QEMU >= 10.2 ($("$QEMU" --version | head -1))"
+echo "# QEMU: $QEMU ($("$QEMU" --version | head -1))"
+
+# ---- Debian's 6.12 kernel: downloaded, extracted, never installed ----
+KVER=${VCXL_E2E_T3_KVER:-}
+[ -n "$KVER" ] || KVER=$(cat "$CACHE/kver" 2>/dev/null || true)
+if [ -z "$KVER" ]; then
+	KVER=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb[0-9]+-amd64-unsigned$' \
+		2>/dev/null | sed -n 's/^linux-image-\(6\.12\.[^ ]*-amd64\)-unsigned .*/\1/p' |
+		sort -V | tail -1)
+fi
+[ -n "$KVER" ] || skip_all "cannot find a 6.12 guest kernel (apt-cache search linux-image-6.12)"
+KPKG=linux-image-$KVER-unsigned
+KROOT=$CACHE/kroot-$KVER
+if [ ! -f "$KROOT/boot/vmlinuz-$KVER" ]; then
+	ls "$CACHE"/debs/"$KPKG"_*.deb >/dev/null 2>&1 ||
+		(cd "$CACHE/debs" && apt-get download -q "$KPKG" > /dev/null 2>&1) ||
+		skip_all "cannot fetch the guest kernel (apt-get download $KPKG)"
+	rm -rf "$KROOT"
+	dpkg-deb -x "$CACHE"/debs/"$KPKG"_*.deb "$KROOT" || skip_all "dpkg-deb -x $KPKG failed"
+fi
+echo "$KVER" > "$CACHE/kver"
+echo "# guest kernel: $KVER"
+
+# ---- ndctl's cxl and its libraries (the .debs, extracted) ----
+NDPKGS="ndctl libcxl1 libdaxctl1 libndctl6 libiniparser1 libtraceevent1 libtracefs1"
+NDROOT=$CACHE/ndctl-root
+if [ ! -x "$NDROOT/usr/bin/cxl" ]; then
+	for p in $NDPKGS; do
+		ls "$CACHE"/debs/"${p}"_*.deb >/dev/null 2>&1 ||
+			(cd "$CACHE/debs" && apt-get download -q "$p" > /dev/null 2>&1) ||
+			skip_all "cannot fetch $p (apt-get download)"
+	done
+	rm -rf "$NDROOT"
+	for p in $NDPKGS; do
+		dpkg-deb -x "$CACHE"/debs/"${p}"_*.deb "$NDROOT" || skip_all "dpkg-deb -x $p failed"
+	done
+fi
+[ -x "$NDROOT/usr/bin/cxl" ] || skip_all "the ndctl package has no /usr/bin/cxl"
+
+# ---- initramfs: base (busybox, lspci, cxl, modules; cached) + overlay (/init) ----
+BASE=$CACHE/base-t3-$KVER.cpio.gz
+copy_libs() { # copy_libs STAGING BINARY: its shared libraries, from the ndctl root first
+	local lib
+	LD_LIBRARY_PATH="$NDROOT/usr/lib/x86_64-linux-gnu:$NDROOT/lib/x86_64-linux-gnu" ldd "$2" |
+		awk '/=>/ {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
+		[ -f "$lib" ] || continue
+		case "$lib" in
+		/lib64/*) cp -L "$lib" "$1/lib64/" ;;
+		*) cp -L "$lib" "$1/lib/x86_64-linux-gnu/" ;;
+		esac
+	done
+}
+build_base() {
+	local S=$CACHE/base-t3.staging m ko rel a
+	rm -rf "$S"
+	mkdir -p "$S"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,lib64,lib/x86_64-linux-gnu}
+	mkdir -p "$S"/usr/share/misc "$S"/usr/share/hwdata "$S/lib/modules/$KVER"
+	cp /bin/busybox "$S/bin/busybox"
+	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$S/bin/$a"; done
+	rm -f "$S/bin/lspci"
+	install -m 0755 /usr/bin/lspci "$S/usr/bin/lspci"
+	copy_libs "$S" /usr/bin/lspci
+	cp /usr/share/misc/pci.ids "$S/usr/share/misc/pci.ids"
+	ln -sf ../misc/pci.ids "$S/usr/share/hwdata/pci.ids"
+	install -m 0755 "$NDROOT/usr/bin/cxl" "$S/usr/bin/cxl"
+	copy_libs "$S" "$NDROOT/usr/bin/cxl"
+	depmod -b "$KROOT" "$KVER"
+	for m in cxl_acpi cxl_pci cxl_mem dax_cxl device_dax; do
+		modprobe -C /dev/null -d "$KROOT" -S "$KVER" --show-depends "$m" 2>/dev/null |
+			awk '$1=="insmod"{print $2}'
+	done | sort -u | while read -r ko; do
+		rel=${ko#"$KROOT/"}
+		mkdir -p "$S/$(dirname "$rel")"
+		cp "$ko" "$S/$rel"
+	done
+	cp "$KROOT/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$S/lib/modules/$KVER/"
+	depmod -b "$S" "$KVER"
+	(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
+		gzip -6 > "$BASE.tmp" && mv "$BASE.tmp" "$BASE"
+	rm -rf "$S"
+}
+[ -s "$BASE" ] || build_base > "$LOG/build-base.log" 2>&1
+[ -s "$BASE" ] || { echo "Bail out! base initramfs (see $LOG/build-base.log)"; exit 1; }
+O=$LOG/overlay.staging
+rm -rf "$O"
+mkdir -p "$O"
+install -m 0755 "$HERE/init-type3.sh" "$O/init"
+(cd "$O" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
+	gzip -6 > "$LOG/overlay.cpio.gz"
+rm -rf "$O"
+cat "$BASE" "$LOG/overlay.cpio.gz" > "$LOG/initramfs.cpio.gz"
+
+# ---- the boot ----
+TMP=$(mktemp -d /tmp/vcxl-e2e-t3.XXXXXX)
+SOCK=$TMP/vcxl.sock
+CON=$LOG/console.log
+SLOG=$LOG/server.log
+"$SERVER" --model type3 --socket "$SOCK" --mem-size 256M --decoders 1 --log-level debug \
+	> "$SLOG" 2>&1 &
+SPID=$!
+i=0
+while [ ! -S "$SOCK" ] && kill -0 "$SPID" 2>/dev/null && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -S "$SOCK" ]; then
+	tap 1 "vcxl-server --model type3 listens on its socket"
+else
+	tap 0 "vcxl-server --model type3 listens on its socket"
+	diag < "$SLOG"
+	echo "1..$n"
+	exit 1
+fi
+DEV="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$SOCK\"},"
+DEV="$DEV\"id\":\"vcxl0\",\"bus\":\"rp0\"}"
+ARGS=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
+	-object memory-backend-memfd,id=ram0,size=1G,share=on -m 1G -smp 2
+	-machine q35,cxl=on,memory-backend=ram0
+	-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
+	-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+	-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3
+	-device "$DEV"
+	-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G
+	-nographic -serial stdio -monitor none -no-reboot -nic none
+	-kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$LOG/initramfs.cpio.gz"
+	-append "console=ttyS0 panic=-1 quiet")
+printf '%q ' "$QEMU" "${ARGS[@]}" > "$LOG/qemu-cmd.log"
+echo >> "$LOG/qemu-cmd.log"
+t0=$(date +%s)
+timeout -k 10 "$TMO" "$QEMU" "${ARGS[@]}" < /dev/null > "$CON" 2>&1 &
+QPID=$!
+wait "$QPID"
+rc=$?
+QPID=""
+echo "# QEMU exited rc=$rc after $(($(date +%s) - t0)) s"
+tap "$([ $rc -eq 0 ] && echo 1 || echo 0)" "QEMU ran and exited cleanly (rc=$rc)"
+if grep -a -q '=== VCXL T3 GUEST DONE ===' "$CON"; then
+	tap 1 "guest init completed"
+else
+	tap 0 "guest init completed"
+	tail -40 "$CON" | diag
+fi
+
+# the guest's `cxl list -vvv`, into the test log
+echo "# guest: cxl list -vvv"
+sed -n '/^=== cxl list -vvv ===/,/^=== end cxl list -vvv ===/p' "$CON" | tr -d '\r' |
+	grep -a -v '^===' | diag
+echo "# guest: cxl list -vvv -r REGION (after create-region)"
+sed -n '/^=== cxl list -vvv (region) ===/,/^=== end cxl list -vvv (region) ===/p' "$CON" |
+	tr -d '\r' | grep -a -v '^===' | diag
+
+# every guest step is a test point; at least these must have run
+want="memdev endpoint cxl-list cxl-list-decoders create-region region-committed destroy-region"
+seen=""
+while IFS= read -r line; do
+	line=${line%$'\r'}
+	name=${line#T3STEP }
+	name=${name%%:*}
+	res=${line#*: }
+	seen="$seen $name"
+	case "$res" in
+	ok*) tap 1 "guest $name: ${res#ok }" ;;
+	*) tap 0 "guest $name: ${res#FAIL }" ;;
+	esac
+done < <(grep -a '^T3STEP ' "$CON")
+for w in $want; do
+	case " $seen " in *" $w "*) ;; *) tap 0 "guest step $w ran" ;; esac
+done
+
+# the server's view of its virtual decoder: the guest's base and size, committed, then decommitted
+fact() { grep -a "^T3FACT $1" "$CON" | tail -1 | tr -d '\r' | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+RBASE=$(fact region base)
+RSIZE=$(fact region size)
+if [ -n "$RBASE" ] && [ -n "$RSIZE" ]; then
+	b=$(printf '0x%x' "$RBASE")
+	s=$(printf '0x%x' "$RSIZE")
+	if grep -a -q "dev0: guest decoder 0 committed base $b size $s " "$SLOG"; then
+		tap 1 "server: guest decoder 0 committed base $b size $s (the guest's region)"
+	else
+		tap 0 "server: guest decoder 0 committed base $b size $s (the guest's region)"
+		grep -a 'guest decoder' "$SLOG" | diag
+	fi
+	if grep -a -q "dev0: guest decoder 0 decommitted base $b size $s " "$SLOG"; then
+		tap 1 "server: guest decoder 0 decommitted after cxl destroy-region"
+	else
+		tap 0 "server: guest decoder 0 decommitted after cxl destroy-region"
+		grep -a 'guest decoder' "$SLOG" | diag
+	fi
+else
+	tap 0 "server: guest decoder commit matches the guest's region (no region facts)"
+fi
+grep -a 'guest decoder\|host region' "$SLOG" | diag
+if grep -a -q -i 'protocol error' "$SLOG"; then
+	tap 0 "server logged no protocol error"
+	grep -a -i 'protocol error' "$SLOG" | head -10 | diag
+else
+	tap 1 "server logged no protocol error"
+fi
+if kill -0 "$SPID" 2>/dev/null; then
+	kill -TERM "$SPID"
+	wait "$SPID"
+	src=$?
+	SPID=""
+	tap "$([ $src -eq 0 ] && echo 1 || echo 0)" "vcxl-server exits on SIGTERM (rc=$src)"
+else
+	wait "$SPID"
+	SPID=""
+	tap 0 "vcxl-server still running after the guest powered off"
+fi
+if grep -a -q 'host decoder 0 verified unchanged' "$SLOG"; then
+	tap 1 "host physical decoder unchanged by the guest"
+else
+	tap 0 "host physical decoder unchanged by the guest"
+	tail -5 "$SLOG" | diag
+fi
+if [ $nfail -ne 0 ]; then
+	echo "# guest dmesg (cxl):"
+	sed -n '/^=== dmesg (cxl) ===/,/^=== VCXL T3 GUEST DONE/p' "$CON" | tr -d '\r' | diag
+fi
+cleanup
+echo "# logs: $LOG"
+echo "1..$n"
+[ $nfail -eq 0 ]
