@@ -245,6 +245,8 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
 /* Run until SIGTERM/SIGINT (signalfd; the signals are blocked by the caller
  * or by this function) or vcxl_loop_stop(). 0 or -errno. */
 int vcxl_loop_run(struct vcxl_loop *l);
+/* SIGUSR1 calls fn (the server uses it to simulate surprise removal). */
+void vcxl_loop_on_sigusr1(struct vcxl_loop *l, void (*fn)(void *opaque), void *opaque);
 void vcxl_loop_stop(struct vcxl_loop *l);
 void vcxl_loop_destroy(struct vcxl_loop *l);
 

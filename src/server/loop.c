@@ -47,7 +47,15 @@ struct vcxl_loop {
 	unsigned n;
 	bool stop;
 	struct loop_tag stag;
+	void (*on_usr1)(void *opaque); /* fault injection (surprise removal) */
+	void *usr1_opaque;
 };
+
+void vcxl_loop_on_sigusr1(struct vcxl_loop *l, void (*fn)(void *opaque), void *opaque)
+{
+	l->on_usr1 = fn;
+	l->usr1_opaque = opaque;
+}
 
 int vcxl_loop_create(struct vcxl_loop **out)
 {
@@ -254,6 +262,7 @@ static int loop_signals(struct vcxl_loop *l)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);
@@ -268,6 +277,11 @@ static void loop_signal_event(struct vcxl_loop *l)
 	struct signalfd_siginfo si;
 
 	while (read(l->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1) {
+			if (l->on_usr1)
+				l->on_usr1(l->usr1_opaque);
+			continue;
+		}
 		vcxl_log(VCXL_LOG_INFO, "signal %u: shutting down", si.ssi_signo);
 		l->stop = true;
 	}

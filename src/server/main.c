@@ -64,7 +64,9 @@ static void usage(FILE *f)
 		"  -h, --help               this text\n"
 		"\n"
 		"Runs in the foreground, logs to stderr, exits on SIGTERM or SIGINT and removes\n"
-		"its sockets. Attach to QEMU 10.1+ with:\n"
+		"its sockets. SIGUSR1 simulates a surprise removal of device 0 (fault testing:\n"
+		"reads return all-ones, writes are dropped, the other devices keep serving).\n"
+		"Attach to QEMU 10.1+ with:\n"
 		"  -object memory-backend-memfd,id=mem,size=2G,share=on\n"
 		"  -machine q35,memory-backend=mem\n"
 		"  -device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\","
@@ -253,6 +255,21 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 	return 0;
 }
 
+/* Fault injection: SIGUSR1 pulls device 0 out, as a surprise removal would
+ * (reads all-ones, writes dropped); the other devices keep being served. */
+static void surprise_remove(void *opaque)
+{
+	struct served *s = opaque;
+
+	if (!s->model)
+		return;
+	vcxl_model_remove(s->model);
+	vcxl_log(VCXL_LOG_WARN,
+		 "dev%u: device removed (surprise removal, SIGUSR1): reads return "
+		 "all-ones, writes are dropped",
+		 s->index);
+}
+
 /* At exit: the host's physical decoder must still decode the region as the
  * host programmed it, whatever the guest did. */
 static void check_host_region(const struct served *s)
@@ -322,6 +339,8 @@ int main(int argc, char **argv)
 			 o.kind == VCXL_MODEL_TYPE3 ? VCXL_MODEL_TYPE3_DEVICE : VCXL_MODEL_DEVICE,
 			 (unsigned long long)(o.mem_size >> 20), s->path);
 	}
+	if (made)
+		vcxl_loop_on_sigusr1(loop, surprise_remove, &devs[0]);
 	rc = vcxl_loop_run(loop);
 	if (rc)
 		fprintf(stderr, "vcxl-server: event loop: %s\n", strerror(-rc));

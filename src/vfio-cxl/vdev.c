@@ -5,6 +5,7 @@
  * virtualised reset.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
@@ -282,15 +283,32 @@ static int region_rw(struct vcxl_vdev *v, uint32_t index, bool write, uint64_t o
 	}
 }
 
+/* PCIe r6 6.7.3 / 2.3.2: a device that is gone answers reads with all-ones
+ * and drops writes; the guest sees exactly that, not an error. */
+static int gone_device(struct vcxl_vdev *v, int rc, bool write, void *buf, size_t len)
+{
+	if (rc != -ENODEV)
+		return rc;
+	if (!v->gone_logged) {
+		v->gone_logged = true;
+		fprintf(stderr,
+			"vcxl: device %s is gone: reads return all-ones, writes are dropped\n",
+			v->be->ops->name ? v->be->ops->name(v->be->dev) : "?");
+	}
+	if (!write)
+		memset(buf, 0xff, len);
+	return 0;
+}
+
 int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf, size_t len)
 {
-	return region_rw(v, index, false, off, buf, len);
+	return gone_device(v, region_rw(v, index, false, off, buf, len), false, buf, len);
 }
 
 int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, const void *buf,
 			   size_t len)
 {
-	return region_rw(v, index, true, off, (void *)buf, len);
+	return gone_device(v, region_rw(v, index, true, off, (void *)buf, len), true, NULL, len);
 }
 
 /* ---- IRQs --------------------------------------------------------------- */

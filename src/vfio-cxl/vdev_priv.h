@@ -84,6 +84,7 @@ struct vcxl_vdev {
 	vcxl_hdm_notify_fn hdm_notify;
 	void *hdm_notify_opaque;
 	uint64_t virtual_cxl_resets, flrs;
+	bool gone_logged; /* the backend reported the device gone */
 };
 
 #define vdev_err vcxl_errf /* src/common/errmsg.h */

@@ -34,6 +34,26 @@ json_str() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" | head -1; }
 # json_num KEY < JSON: first number value of "KEY"
 json_num() { sed -n "s/.*\"$1\":\([0-9x]*\).*/\1/p" | head -1; }
 
+# sysfs_ram_region: a ram region over all of mem0 through $EPD under $ROOT; prints
+# {"region":"regionN"} on success
+sysfs_ram_region() {
+	rd=/sys/bus/cxl/devices/$ROOT
+	ed=/sys/bus/cxl/devices/$EPD
+	sz=$(cat /sys/bus/cxl/devices/mem0/ram/size)
+	r=$(cat "$rd/create_ram_region") || return 1
+	echo "$r" > "$rd/create_ram_region" || return 1
+	R=/sys/bus/cxl/devices/$r
+	cat "$rd/interleave_granularity" > "$R/interleave_granularity" &&
+		echo 1 > "$R/interleave_ways" &&
+		echo "$sz" > "$R/size" &&
+		echo ram > "$ed/mode" &&
+		echo "$sz" > "$ed/dpa_size" &&
+		echo "$EPD" > "$R/target0" &&
+		echo 1 > "$R/commit" &&
+		cxl enable-region "$r" || { echo "sysfs region setup of $r failed" >&2; return 1; }
+	echo "{\"region\":\"$r\"}"
+}
+
 sec "VCXL T3 GUEST START"
 uname -r
 for m in cxl_acpi cxl_pci cxl_mem dax_cxl device_dax; do
@@ -49,11 +69,19 @@ if wait_for /sys/bus/cxl/devices/mem0 20; then
 else
 	step memdev FAIL "no /sys/bus/cxl/devices/mem0 after 20 s"
 fi
+# the endpoint port whose uport is mem0, once it has its decoders
+mem0_endpoint() {
+	for e in /sys/bus/cxl/devices/endpoint*; do
+		[ -e "$e/uport" ] || continue
+		[ "$(basename "$(readlink -f "$e/uport")")" = mem0 ] || continue
+		ls -d "$e"/decoder* > /dev/null 2>&1 && echo "$e" && return 0
+	done
+	return 1
+}
 EP=""
 i=0
 while [ $i -lt 200 ]; do
-	EP=$(ls -d /sys/bus/cxl/devices/mem0/endpoint* 2>/dev/null | head -1)
-	[ -n "$EP" ] && [ -n "$(ls -d "$EP"/decoder* 2>/dev/null)" ] && break
+	EP=$(mem0_endpoint) && break
 	sleep 0.1
 	i=$((i + 1))
 done
@@ -67,7 +95,8 @@ else
 fi
 
 sec "cxl list -vvv"
-cxl list -vvv 2>&1
+cxl list -vvv > /tmp/list.json 2>&1
+cat /tmp/list.json
 sec "end cxl list -vvv"
 MEMJS=$(cxl list -m mem0 2>/dev/null | tr -d ' \n')
 if echo "$MEMJS" | grep -q '"memdev":"mem0"'; then
@@ -75,11 +104,12 @@ if echo "$MEMJS" | grep -q '"memdev":"mem0"'; then
 else
 	step cxl-list FAIL "cxl list -m mem0: $MEMJS"
 fi
-DECJS=$(cxl list -D -m mem0 2>/dev/null | tr -d ' \n')
-if [ -n "$EPD" ] && echo "$DECJS" | grep -q "\"decoder\":\"$EPD\""; then
-	step cxl-list-decoders ok "cxl list -D -m mem0 shows endpoint decoder $EPD"
+LISTJS=$(tr -d ' \n' < /tmp/list.json)
+EPN=$(basename "${EP:-none}")
+if [ -n "$EPD" ] && echo "$LISTJS" | grep -q "\"decoders:$EPN\":\[{\"decoder\":\"$EPD\""; then
+	step cxl-list-decoders ok "cxl list -vvv shows mem0's $EPN with decoder $EPD"
 else
-	step cxl-list-decoders FAIL "cxl list -D -m mem0: $DECJS"
+	step cxl-list-decoders FAIL "cxl list -vvv has no decoders:$EPN with $EPD"
 fi
 
 # the root decoder of the CFMWS window (cxl_acpi): the port1 side's decoder0.N
@@ -88,15 +118,17 @@ ROOT=$(cxl list -D -d root 2>/dev/null | tr -d ' \n' | json_str decoder)
 echo "T3FACT root_decoder=$ROOT"
 
 sec "cxl create-region"
-cxl create-region -t ram -d "$ROOT" -m mem0 > /tmp/region.json 2> /tmp/region.err
+# -s: ndctl 76 cannot size a ram region by itself ("unable to determine region size")
+RAMSZ=$(cat /sys/bus/cxl/devices/mem0/ram/size)
+cxl create-region -t ram -d "$ROOT" -m mem0 -s "$RAMSZ" > /tmp/region.json 2> /tmp/region.err
 rc=$?
 cat /tmp/region.json /tmp/region.err
-# ndctl 76 cannot size a ram region by itself ("unable to determine region size",
-# and it exits 0): give it the memdev's ram_size, as its documentation suggests
-if ! grep -q '"region"' /tmp/region.json; then
-	RAMSZ=$(echo "$MEMJS" | json_num ram_size)
-	echo "retrying with -s $RAMSZ"
-	cxl create-region -t ram -d "$ROOT" -m mem0 -s "$RAMSZ" > /tmp/region.json 2> /tmp/region.err
+# Debian 12's ndctl (76.1) says "region type 'ram' not supported yet" (and exits 0):
+# then do what later ndctl versions do, through the kernel's region ABI
+# (Documentation/ABI/testing/sysfs-bus-cxl), and enable it with `cxl enable-region`
+if ! grep -q '"region"' /tmp/region.json && grep -q "'ram' not supported" /tmp/region.err; then
+	echo "T3FACT create-region=sysfs (ndctl $(cxl --version) cannot create ram regions)"
+	sysfs_ram_region > /tmp/region.json 2> /tmp/region.err
 	rc=$?
 	cat /tmp/region.json /tmp/region.err
 fi
