@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "vcxl/host_cxl.h"
+#include "vcxl/hw_vfio.h"
 #include "vcxl/model.h"
 #include "vcxl/server.h"
 #include "vcxl/vfio_cxl.h"
@@ -30,6 +31,10 @@ struct opts {
 	const char *backing;
 	enum vcxl_log_level log_level;
 	enum vcxl_model_kind kind;
+	bool vfio;		  /* --backend vfio: a real device bound to vfio-pci */
+	const char *bdf;	  /* --device */
+	enum vcxl_hw_iommu iommu; /* --iommu */
+	const char *region_dax;	  /* --region-dax */
 };
 
 static void usage(FILE *f)
@@ -39,6 +44,13 @@ static void usage(FILE *f)
 		"Serve emulated CXL devices over vfio-user: Type-2 accelerators (0x8086:0x0d94)\n"
 		"or, with --model type3, Type-3 memory expanders (0x8086:0x0d93).\n"
 		"\n"
+		"  -B, --backend KIND       model (default): the built-in device model;\n"
+		"                           vfio: a real CXL device bound to vfio-pci\n"
+		"  -D, --device BDF         with --backend vfio: the device, e.g. 0000:0d:00.0\n"
+		"  -I, --iommu MODE         with --backend vfio: auto (default), group or iommufd\n"
+		"  -X, --region-dax DEV     with --backend vfio: attach to the region the kernel\n"
+		"                           committed, through its device-DAX (/dev/daxX.Y);\n"
+		"                           nothing is programmed\n"
 		"  -M, --model MODEL        accel (default): Type-2 accelerator 8086:0d94;\n"
 		"                           type3: Type-3 memory expander 8086:0d93 (class\n"
 		"                           050210, mailbox) for the guest's cxl_pci/cxl_mem;\n"
@@ -108,12 +120,41 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"log-level", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"model", required_argument, NULL, 'M'},
+	    {"backend", required_argument, NULL, 'B'},
+	    {"device", required_argument, NULL, 'D'},
+	    {"iommu", required_argument, NULL, 'I'},
+	    {"region-dax", required_argument, NULL, 'X'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "s:m:r:d:g:c:fb:n:l:hM:", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:m:r:d:g:c:fb:n:l:hM:B:D:I:X:", lopts, NULL)) !=
+	       -1) {
 		switch (ch) {
+		case 'B':
+			if (!strcmp(optarg, "model"))
+				o->vfio = false;
+			else if (!strcmp(optarg, "vfio"))
+				o->vfio = true;
+			else
+				return die_opt("--backend", optarg, "need model or vfio");
+			break;
+		case 'D':
+			o->bdf = optarg;
+			break;
+		case 'I':
+			if (!strcmp(optarg, "auto"))
+				o->iommu = VCXL_HW_IOMMU_AUTO;
+			else if (!strcmp(optarg, "group"))
+				o->iommu = VCXL_HW_IOMMU_GROUP;
+			else if (!strcmp(optarg, "iommufd"))
+				o->iommu = VCXL_HW_IOMMU_IOMMUFD;
+			else
+				return die_opt("--iommu", optarg, "need auto, group or iommufd");
+			break;
+		case 'X':
+			o->region_dax = optarg;
+			break;
 		case 's':
 			o->socket = optarg;
 			break;
@@ -181,6 +222,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "vcxl-server: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (o->vfio) {
+		if (!o->bdf)
+			return die_opt("--backend", "vfio", "needs --device BDF");
+		if (o->devices > 1)
+			return die_opt("--devices", "", "one device per --backend vfio server");
+		return 0;
+	}
+	if (o->bdf || o->region_dax)
+		return die_opt(o->bdf ? "--device" : "--region-dax",
+			       o->bdf ? o->bdf : o->region_dax, "needs --backend vfio");
 	if (o->region_size > o->mem_size)
 		return die_opt("--region-size", "", "larger than --mem-size");
 	return 0;
@@ -188,6 +239,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 struct served {
 	struct vcxl_model *model;
+	/* --backend vfio: the device, the host address space and window */
+	struct vcxl_hw_vfio *hw;
+	struct vcxl_host host;
+	bool host_ready;
+	struct vcxl_hw_window *win;
 	struct vcxl_vdev *vdev;
 	struct vcxl_sdev sdev;
 	char path[PATH_MAX], backing[PATH_MAX];
@@ -205,6 +261,63 @@ static void log_guest_decoder(void *opaque, unsigned n, bool committed, uint64_t
 		 "dev%u: guest decoder %u %s base 0x%llx size 0x%llx (region offset 0x%llx)",
 		 s->index, n, committed ? "committed" : "decommitted", (unsigned long long)gpa,
 		 (unsigned long long)size, (unsigned long long)region_off);
+}
+
+/* --backend vfio: open the device, claim a host window (programming the host
+ * bridge's decoder when it has one), then the same vfio-cxl core as for the
+ * model. docs/hardware.md. */
+static int make_hw_device(const struct opts *o, struct served *s)
+{
+	struct vcxl_hw_vfio_cfg hc = {
+	    .bdf = o->bdf, .iommu = o->iommu, .region_dax = o->region_dax};
+	char err[256] = "";
+	int rc;
+
+	rc = vcxl_hw_vfio_open(&hc, &s->hw, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "vcxl-server: %s: %s\n", o->bdf, err[0] ? err : strerror(-rc));
+		return rc;
+	}
+	vcxl_host_init(&s->host);
+	s->host_ready = true;
+	if (!o->region_dax) {
+		rc = vcxl_hw_window_setup(s->hw, NULL, &s->host, &s->win, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "vcxl-server: %s: %s\n", o->bdf,
+				err[0] ? err : strerror(-rc));
+			return rc;
+		}
+	}
+	struct vcxl_vdev_cfg vc = {.region_size = o->region_size,
+				   .host = &s->host,
+				   .prefer_firmware = o->region_dax != NULL,
+				   .guest_decoders = o->guest_decoders};
+	rc = vcxl_vdev_create(vcxl_hw_vfio_backend(s->hw), &vc, &s->vdev, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "vcxl-server: %s: %s\n", o->bdf, err[0] ? err : strerror(-rc));
+		return rc;
+	}
+	s->sdev.model = NULL;
+	s->sdev.vdev = s->vdev;
+	vcxl_log(VCXL_LOG_INFO, "dev0: %s opened through VFIO (%s)", o->bdf,
+		 vcxl_hw_vfio_iommu_name(s->hw));
+	return 0;
+}
+
+/* Teardown in reverse order of make_hw_device. */
+static void free_hw_device(struct served *s)
+{
+	if (s->vdev)
+		vcxl_vdev_destroy(s->vdev);
+	s->vdev = NULL;
+	vcxl_hw_window_teardown(s->win);
+	s->win = NULL;
+	if (s->host_ready)
+		vcxl_host_fini(&s->host);
+	s->host_ready = false;
+	if (s->hw)
+		vcxl_hw_vfio_close(s->hw);
+	s->hw = NULL;
 }
 
 static int make_device(const struct opts *o, unsigned i, struct served *s)
@@ -231,6 +344,15 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 			snprintf(s->backing, sizeof(s->backing), "%s", o->backing);
 		mc.backing = s->backing;
 	}
+	s->index = i;
+	if (o->vfio) {
+		rc = make_hw_device(o, s);
+		if (rc) {
+			free_hw_device(s);
+			return rc;
+		}
+		goto served;
+	}
 	rc = vcxl_model_create(&mc, &s->model);
 	if (rc) {
 		fprintf(stderr, "vcxl-server: device %u: model: %s\n", i, strerror(-rc));
@@ -245,7 +367,7 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 	}
 	s->sdev.model = s->model;
 	s->sdev.vdev = s->vdev;
-	s->index = i;
+served:
 	vcxl_vdev_set_hdm_notify(s->vdev, log_guest_decoder, s);
 	const struct vcxl_region *r = vcxl_vdev_region(s->vdev);
 	vcxl_log(
@@ -334,10 +456,15 @@ int main(int argc, char **argv)
 			made++;
 			goto out;
 		}
-		vcxl_log(VCXL_LOG_INFO, "serving device %u (%04x:%04x, %llu MiB) on %s", made,
-			 VCXL_MODEL_VENDOR,
-			 o.kind == VCXL_MODEL_TYPE3 ? VCXL_MODEL_TYPE3_DEVICE : VCXL_MODEL_DEVICE,
-			 (unsigned long long)(o.mem_size >> 20), s->path);
+		if (o.vfio)
+			vcxl_log(VCXL_LOG_INFO, "serving device %u (%s through VFIO) on %s", made,
+				 o.bdf, s->path);
+		else
+			vcxl_log(VCXL_LOG_INFO, "serving device %u (%04x:%04x, %llu MiB) on %s",
+				 made, VCXL_MODEL_VENDOR,
+				 o.kind == VCXL_MODEL_TYPE3 ? VCXL_MODEL_TYPE3_DEVICE
+							    : VCXL_MODEL_DEVICE,
+				 (unsigned long long)(o.mem_size >> 20), s->path);
 	}
 	if (made)
 		vcxl_loop_on_sigusr1(loop, surprise_remove, &devs[0]);
@@ -349,6 +476,10 @@ out:
 	for (unsigned i = 0; i < made; i++) {
 		if (devs[i].vdev)
 			check_host_region(&devs[i]);
+		if (devs[i].hw) {
+			free_hw_device(&devs[i]);
+			continue;
+		}
 		if (devs[i].vdev)
 			vcxl_vdev_destroy(devs[i].vdev);
 		if (devs[i].model)

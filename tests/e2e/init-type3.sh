@@ -34,6 +34,12 @@ json_str() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" | head -1; }
 # json_num KEY < JSON: first number value of "KEY"
 json_num() { sed -n "s/.*\"$1\":\([0-9x]*\).*/\1/p" | head -1; }
 
+# w VALUE FILE: write a sysfs attribute, say which one failed
+w() {
+	echo "$1" > "$2" && return 0
+	echo "sysfs: writing '$1' to $2 failed" >&2
+	return 1
+}
 # sysfs_ram_region: a ram region over all of mem0 through $EPD under $ROOT; prints
 # {"region":"regionN"} on success
 sysfs_ram_region() {
@@ -43,14 +49,14 @@ sysfs_ram_region() {
 	r=$(cat "$rd/create_ram_region") || return 1
 	echo "$r" > "$rd/create_ram_region" || return 1
 	R=/sys/bus/cxl/devices/$r
-	cat "$rd/interleave_granularity" > "$R/interleave_granularity" &&
-		echo 1 > "$R/interleave_ways" &&
-		echo "$sz" > "$R/size" &&
-		echo ram > "$ed/mode" &&
-		echo "$sz" > "$ed/dpa_size" &&
-		echo "$EPD" > "$R/target0" &&
-		echo 1 > "$R/commit" &&
-		cxl enable-region "$r" || { echo "sysfs region setup of $r failed" >&2; return 1; }
+	w "$(cat "$rd/interleave_granularity")" "$R/interleave_granularity" &&
+		w 1 "$R/interleave_ways" &&
+		w "$sz" "$R/size" &&
+		w ram "$ed/mode" &&
+		w "$sz" "$ed/dpa_size" &&
+		w "$EPD" "$R/target0" &&
+		w 1 "$R/commit" &&
+		cxl enable-region "$r" || return 1
 	echo "{\"region\":\"$r\"}"
 }
 
@@ -112,7 +118,7 @@ else
 	step cxl-list-decoders FAIL "cxl list -vvv has no decoders:$EPN with $EPD"
 fi
 
-# the root decoder of the CFMWS window (cxl_acpi): the port1 side's decoder0.N
+# the root decoder cxl_acpi made of the CFMWS window
 ROOT=$(cxl list -D -d root 2>/dev/null | tr -d ' \n' | json_str decoder)
 [ -n "$ROOT" ] || ROOT=decoder0.0
 echo "T3FACT root_decoder=$ROOT"
@@ -123,11 +129,13 @@ RAMSZ=$(cat /sys/bus/cxl/devices/mem0/ram/size)
 cxl create-region -t ram -d "$ROOT" -m mem0 -s "$RAMSZ" > /tmp/region.json 2> /tmp/region.err
 rc=$?
 cat /tmp/region.json /tmp/region.err
+HOW="cxl create-region -t ram -d $ROOT -m mem0 -s $RAMSZ"
 # Debian 12's ndctl (76.1) says "region type 'ram' not supported yet" (and exits 0):
 # then do what later ndctl versions do, through the kernel's region ABI
 # (Documentation/ABI/testing/sysfs-bus-cxl), and enable it with `cxl enable-region`
 if ! grep -q '"region"' /tmp/region.json && grep -q "'ram' not supported" /tmp/region.err; then
 	echo "T3FACT create-region=sysfs (ndctl $(cxl --version) cannot create ram regions)"
+	HOW="ndctl $(cxl --version) has no -t ram: region ABI in sysfs + cxl enable-region"
 	sysfs_ram_region > /tmp/region.json 2> /tmp/region.err
 	rc=$?
 	cat /tmp/region.json /tmp/region.err
@@ -135,7 +143,7 @@ fi
 RJS=$(tr -d ' \n' < /tmp/region.json)
 REGION=$(echo "$RJS" | json_str region)
 if [ $rc -eq 0 ] && [ -n "$REGION" ]; then
-	step create-region ok "cxl create-region -t ram -d $ROOT -m mem0: $REGION"
+	step create-region ok "$REGION ($HOW)"
 else
 	step create-region FAIL "rc=$rc $(tr '\n' ' ' < /tmp/region.err)"
 fi
