@@ -91,4 +91,36 @@ src=$?
 tail -n +$(($(wc -l < /tmp/serve.seen) + 1)) /tmp/serve.out
 [ $src = 0 ] && step shutdown ok "server rc=0" || step shutdown fail "server rc=$src"
 grep -E 'error|warn' /tmp/serve.err | sed 's/^/server: /'
+
+# The same through the product: vcxl-server --backend vfio (the driver above
+# also prints host-bridge read-backs; this proves the server binary itself).
+SOCK2=/tmp/vcxl-srv.sock
+vcxl-server --backend vfio --device "$BDF" --socket $SOCK2 > /tmp/srv.out 2> /tmp/srv.err &
+SPID=$!
+i=0
+while [ $i -lt 600 ]; do
+	[ -S $SOCK2 ] && break
+	kill -0 $SPID 2>/dev/null || break
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -S $SOCK2 ]; then
+	step server-vfio ok "vcxl-server --backend vfio --device $BDF (pid $SPID)"
+	run srv-info vcxl info $SOCK2
+	run srv-commit vcxl commit $SOCK2 --decoder 0 --base 0x1000000000 --size 256M
+	run srv-memtest vcxl memtest $SOCK2 --size 1M
+	kill -TERM $SPID
+	wait $SPID
+	src=$?
+	[ $src = 0 ] && step server-vfio-exit ok "rc=0" || step server-vfio-exit fail "rc=$src"
+	grep -q 'host decoder [0-9]* verified unchanged' /tmp/srv.err &&
+		step server-vfio-host-decoder ok "$(grep -o 'host decoder [0-9]* verified unchanged' /tmp/srv.err)" ||
+		step server-vfio-host-decoder fail "no verification line"
+	grep -q -i 'protocol error' /tmp/srv.err &&
+		step server-vfio-protocol fail "$(grep -i -m1 'protocol error' /tmp/srv.err)" ||
+		step server-vfio-protocol ok "no protocol error"
+else
+	step server-vfio fail "vcxl-server --backend vfio did not come up"
+fi
+sed 's/^/vcxl-server: /' /tmp/srv.err
 finish

@@ -130,6 +130,14 @@ if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-u
 	echo "Bail out! building vcxl-hw-serve failed"
 	exit 1
 fi
+# the real server, static, for the --backend vfio session
+if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wno-unused-parameter \
+	-I"$SRC/include" -o "$O/bin/vcxl-server" "$SRC/src/server/main.c" "$BUILD/libvcxl.a" \
+	-ljson-c -lpthread -lm > "$LOG/build-server.log" 2>&1; then
+	sed 's/^/# /' "$LOG/build-server.log"
+	echo "Bail out! building a static vcxl-server failed"
+	exit 1
+fi
 # the unchanged CLI with its shared libraries
 CLI=$BUILD/src/tools/vcxl
 [ -x "$CLI" ] || { echo "Bail out! no $CLI (build the tree first)"; exit 1; }
@@ -170,7 +178,7 @@ EOF
 
 check_boot() { # check_boot NAME CONSOLE MEMFILE RP2
 	local name=$1 con=$2 mem=$3 rp2=$4 s l
-	for s in find-device cedt no-cxl-acpi bind serve info lspci commit hdm memtest shutdown; do
+	for s in find-device cedt no-cxl-acpi bind serve info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest server-vfio-exit server-vfio-host-decoder server-vfio-protocol; do
 		l=$(grep -a "^STEP $s " "$con" | head -1)
 		tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "$name: $s ${l#STEP $s }"
 	done
