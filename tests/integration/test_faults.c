@@ -18,7 +18,8 @@
  *  - resource bounds: huge argsz, more DMA maps than max_dma_maps, msg_size
  *    above the cap, too many fds, unread 1 MiB replies: each refused with its
  *    errno (or the connection closed), the server's RSS bounded meanwhile;
- *  - a DMA window larger than the fd it maps (a known bug: TODO point).
+ *  - a DMA window larger than the fd it maps, and one whose fd the client
+ *    shrinks after mapping: refused or a failed job, never a dead server.
  */
 #include <dirent.h>
 #include <poll.h>
