@@ -31,12 +31,13 @@
 #ifndef VCXL_REGFILE_H
 #define VCXL_REGFILE_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define VCXL_RF_MAX_HOOKS  255
-#define VCXL_RF_MAX_GROUPS 255
+#define VCXL_RF_MAX_HOOKS	 255
+#define VCXL_RF_MAX_GROUPS	 255
 #define VCXL_RF_MAX_GROUP_FIELDS 16
 
 enum vcxl_rf_attr {
@@ -82,16 +83,16 @@ struct vcxl_regfile {
 	uint32_t size; /* bytes, multiple of 4 */
 	uint8_t *val;
 	uint8_t *reset_val;
-	uint8_t *wmask;	 /* RW bits (before locks) */
-	uint8_t *w1c;	 /* RW1C bits */
-	uint8_t *rwo;	 /* RWO bits (definition) */
-	uint8_t *rsvd;	 /* reserved bits */
+	uint8_t *wmask;	    /* RW bits (before locks) */
+	uint8_t *w1c;	    /* RW1C bits */
+	uint8_t *rwo;	    /* RWO bits (definition) */
+	uint8_t *rsvd;	    /* reserved bits */
 	uint8_t *rwo_armed; /* RWO bits still writable */
-	uint8_t *locked; /* bits currently locked by a group */
-	uint8_t *eff;	 /* effective writable bits: (wmask | rwo_armed) & ~locked */
-	uint8_t *dw_hook;  /* per dword: hook index + 1, 0 = none */
-	uint8_t *dw_acc;   /* per dword: enum vcxl_rf_access */
-	uint8_t *dw_cond;  /* per dword: first group index + 1 conditioned on it */
+	uint8_t *locked;    /* bits currently locked by a group */
+	uint8_t *eff;	    /* effective writable bits: (wmask | rwo_armed) & ~locked */
+	uint8_t *dw_hook;   /* per dword: hook index + 1, 0 = none */
+	uint8_t *dw_acc;    /* per dword: enum vcxl_rf_access */
+	uint8_t *dw_cond;   /* per dword: first group index + 1 conditioned on it */
 	unsigned n_hooks;
 	struct vcxl_rf_hook hooks[VCXL_RF_MAX_HOOKS];
 	unsigned n_groups;
@@ -127,8 +128,19 @@ int vcxl_rf_write_buf(struct vcxl_regfile *rf, uint32_t off, const void *buf, si
 /* Owner (hardware) access: no attribute checks, no hooks; locks re-evaluated. */
 uint8_t vcxl_rf_get8(const struct vcxl_regfile *rf, uint32_t off);
 uint16_t vcxl_rf_get16(const struct vcxl_regfile *rf, uint32_t off);
-uint32_t vcxl_rf_get32(const struct vcxl_regfile *rf, uint32_t off);
+uint32_t vcxl_rf_get32_slow(const struct vcxl_regfile *rf, uint32_t off);
 uint64_t vcxl_rf_get64(const struct vcxl_regfile *rf, uint32_t off);
+
+/* The hot owner read (hooks and live-field refreshes): inline when in range. */
+static inline uint32_t vcxl_rf_get32(const struct vcxl_regfile *rf, uint32_t off)
+{
+	if (off <= rf->size && rf->size - off >= 4) {
+		uint32_t v;
+		__builtin_memcpy(&v, rf->val + off, 4);
+		return le32toh(v);
+	}
+	return vcxl_rf_get32_slow(rf, off);
+}
 void vcxl_rf_set8(struct vcxl_regfile *rf, uint32_t off, uint8_t v);
 void vcxl_rf_set16(struct vcxl_regfile *rf, uint32_t off, uint16_t v);
 void vcxl_rf_set32(struct vcxl_regfile *rf, uint32_t off, uint32_t v);

@@ -123,6 +123,9 @@ int vcxl_sock_connect(const char *path);
 /* Blocking helpers for clients: send a whole message with fds; receive
  * exactly len bytes, collecting fds (closed beyond maxfds). */
 int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *fds, unsigned nfds);
+/* One blocking recvmsg of up to len bytes: the count, 0 at EOF, or -errno. */
+ssize_t vcxl_sock_recv_some(int fd, void *buf, size_t len, int *fds, unsigned maxfds,
+			    unsigned *nfds, bool *ctrunc);
 int vcxl_sock_recv_all(int fd, void *buf, size_t len, int *fds, unsigned maxfds, unsigned *nfds,
 		       bool *ctrunc);
 

@@ -12,6 +12,7 @@
 #include "vcxl/server.h"
 
 #define CLIENT_TIMEOUT_MS 10000
+#define CLIENT_RBUF	  4096
 #define CLIENT_MAX_MAPS	  64
 #define CLIENT_MAX_MSG	  ((64u << 20) + 4096)
 
@@ -37,6 +38,17 @@ struct vcxl_client {
 	vcxl_client_trace_fn trace;
 	void *trace_opaque;
 	bool rcvtimeo; /* SO_RCVTIMEO holds the default timeout */
+	/* Read-ahead: one recvmsg usually brings a whole reply. fds that came
+	 * with a read belong to the message holding that read's last byte: the
+	 * kernel ends a read right after the segment that carried them, and a
+	 * sender attaches them to the one sendmsg of their message. */
+	uint8_t rbuf[CLIENT_RBUF];
+	size_t rb_off, rb_len;
+	uint64_t rb_pos; /* stream offset of rbuf[0] */
+	int pfds[VCXL_CLIENT_MAX_SPARSE];
+	unsigned pnfds;
+	bool pctrunc, pfd_have;
+	uint64_t pfd_owner; /* stream offset of the last byte of their read */
 	/* REGION_READ straight into the caller's buffer (no payload copy) */
 	void *direct_dst;
 	size_t direct_len;
@@ -109,6 +121,60 @@ static int client_wait(struct vcxl_client *c, int timeout_ms)
 	return rc == 0 ? -ETIMEDOUT : 0;
 }
 
+/* Read more bytes into the read-ahead buffer (one recvmsg). */
+static int client_fill(struct vcxl_client *c)
+{
+	int fds[VCXL_CLIENT_MAX_SPARSE];
+	unsigned nf = 0;
+	bool ct = false;
+	ssize_t n;
+
+	if (c->rb_off) {
+		memmove(c->rbuf, c->rbuf + c->rb_off, c->rb_len - c->rb_off);
+		c->rb_pos += c->rb_off;
+		c->rb_len -= c->rb_off;
+		c->rb_off = 0;
+	}
+	n = vcxl_sock_recv_some(c->fd, c->rbuf + c->rb_len, sizeof(c->rbuf) - c->rb_len, fds,
+				VCXL_CLIENT_MAX_SPARSE, &nf, &ct);
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return -ETIMEDOUT;
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -ECONNRESET;
+	c->rb_len += (size_t)n;
+	if (nf || ct) {
+		if (c->pfd_have) { /* a second set before the first was claimed: refuse it */
+			for (unsigned i = 0; i < nf; i++)
+				close(fds[i]);
+			c->pctrunc = true;
+			return 0;
+		}
+		memcpy(c->pfds, fds, sizeof(int) * nf);
+		c->pnfds = nf;
+		c->pctrunc = ct;
+		c->pfd_have = true;
+		c->pfd_owner = c->rb_pos + c->rb_len - 1;
+	}
+	return 0;
+}
+
+/* Place payload bytes [at, at+n) of the message being received. */
+static void client_put(struct vcxl_client_reply *rep, uint8_t *direct, size_t split, size_t at,
+		       const uint8_t *src, size_t n)
+{
+	if (at < split) {
+		size_t k = split - at < n ? split - at : n;
+		memcpy(rep->data + at, src, k);
+		at += k;
+		src += k;
+		n -= k;
+	}
+	if (n)
+		memcpy(direct + (at - split), src, n);
+}
+
 /* Read one whole message (header, payload, fds). */
 static int client_recv_msg(struct vcxl_client *c, struct vcxl_client_reply *rep, int timeout_ms)
 {
@@ -116,53 +182,83 @@ static int client_recv_msg(struct vcxl_client *c, struct vcxl_client_reply *rep,
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
-	/* With SO_RCVTIMEO set to the default timeout, the receive waits by itself. */
-	if (!(c->rcvtimeo && timeout_ms == CLIENT_TIMEOUT_MS)) {
-		rc = client_wait(c, timeout_ms);
+	uint64_t start = c->rb_pos + c->rb_off;
+	while (c->rb_len - c->rb_off < sizeof(rep->hdr)) {
+		/* With SO_RCVTIMEO set to the default timeout, the receive waits by itself. */
+		if (!(c->rcvtimeo && timeout_ms == CLIENT_TIMEOUT_MS)) {
+			rc = client_wait(c, timeout_ms);
+			if (rc)
+				return rc;
+		}
+		rc = client_fill(c);
 		if (rc)
 			return rc;
 	}
-	rc = vcxl_sock_recv_all(c->fd, &rep->hdr, sizeof(rep->hdr), rep->fds,
-				VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
-	if (rc == -EAGAIN || rc == -EWOULDBLOCK)
-		rc = -ETIMEDOUT;
-	if (rc)
-		goto fail;
+	memcpy(&rep->hdr, c->rbuf + c->rb_off, sizeof(rep->hdr));
+	c->rb_off += sizeof(rep->hdr);
 	if (rep->hdr.msg_size < sizeof(rep->hdr) || rep->hdr.msg_size > CLIENT_MAX_MSG) {
 		rc = -EPROTO;
 		goto fail;
 	}
 	rep->len = rep->hdr.msg_size - sizeof(rep->hdr);
+	/* A REGION_READ reply we wait for: the data goes straight to the caller. */
+	uint8_t *direct = NULL;
+	size_t split = rep->len;
 	if (c->direct_dst && rep->hdr.msg_id == c->direct_id &&
 	    (rep->hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY &&
 	    !(rep->hdr.flags & VFIO_USER_F_ERROR) && !c->trace &&
 	    rep->len == sizeof(struct vfio_user_region_access) + c->direct_len) {
-		rep->len = sizeof(struct vfio_user_region_access);
-		rep->data = malloc(rep->len);
+		direct = c->direct_dst;
+		split = sizeof(struct vfio_user_region_access);
+	}
+	if (split) {
+		rep->data = malloc(split);
 		if (!rep->data) {
 			rc = -ENOMEM;
 			goto fail;
 		}
-		rc = vcxl_sock_recv_all(c->fd, rep->data, rep->len, rep->fds,
-					VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
-		rc = rc
-			 ?: vcxl_sock_recv_all(c->fd, c->direct_dst, c->direct_len, rep->fds,
-					       VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
-		if (rc)
-			goto fail;
+	}
+	size_t have = c->rb_len - c->rb_off;
+	size_t take = have < rep->len ? have : rep->len;
+	client_put(rep, direct, split, 0, c->rbuf + c->rb_off, take);
+	c->rb_off += take;
+	if (take < rep->len) {
+		/* the rest is read exactly, into place */
+		size_t at = take;
+		if (at < split) {
+			rc = vcxl_sock_recv_all(c->fd, rep->data + at, split - at, rep->fds,
+						VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
+			if (rc)
+				goto fail;
+			at = split;
+		}
+		if (at < rep->len) {
+			rc = vcxl_sock_recv_all(
+			    c->fd, direct ? direct + (at - split) : rep->data + at, rep->len - at,
+			    rep->fds, VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
+			if (rc)
+				goto fail;
+		}
+		c->rb_pos += c->rb_off;
+		c->rb_off = c->rb_len = 0;
+		c->rb_pos += rep->len - take;
+	}
+	/* fds that came with the read ending inside this message are its own */
+	if (c->pfd_have && c->pfd_owner >= start && c->pfd_owner < start + rep->hdr.msg_size) {
+		for (unsigned i = 0; i < c->pnfds; i++) {
+			if (rep->nfds < VCXL_CLIENT_MAX_SPARSE)
+				rep->fds[rep->nfds++] = c->pfds[i];
+			else
+				close(c->pfds[i]);
+		}
+		ctrunc |= c->pctrunc;
+		c->pfd_have = false;
+		c->pnfds = 0;
+	}
+	if (direct) {
+		rep->len = split;
 		c->direct_done = true;
 		return ctrunc ? -EPROTO : 0;
-	}
-	if (rep->len) {
-		rep->data = malloc(rep->len);
-		if (!rep->data) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		rc = vcxl_sock_recv_all(c->fd, rep->data, rep->len, rep->fds,
-					VCXL_CLIENT_MAX_SPARSE, &rep->nfds, &ctrunc);
-		if (rc)
-			goto fail;
 	}
 	if (c->trace) {
 		struct iovec iov[2] = {{&rep->hdr, sizeof(rep->hdr)}, {rep->data, rep->len}};
@@ -460,6 +556,9 @@ int vcxl_client_connect(const char *path, struct vcxl_client **out)
 
 void vcxl_client_close(struct vcxl_client *c)
 {
+	if (c && c->pfd_have)
+		for (unsigned i = 0; i < c->pnfds; i++)
+			close(c->pfds[i]);
 	if (!c)
 		return;
 	close(c->fd);

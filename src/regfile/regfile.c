@@ -439,7 +439,7 @@ uint16_t vcxl_rf_get16(const struct vcxl_regfile *rf, uint32_t off)
 	return (uint16_t)rf_load(rf, off, 2);
 }
 
-uint32_t vcxl_rf_get32(const struct vcxl_regfile *rf, uint32_t off)
+uint32_t vcxl_rf_get32_slow(const struct vcxl_regfile *rf, uint32_t off)
 {
 	return (uint32_t)rf_load(rf, off, 4);
 }

@@ -69,8 +69,20 @@ struct vcxl_conn {
 	struct vcxl_dma_table dma;
 	struct irq_index irqs[NUM_IRQ_INDEX];
 
-	struct vcxl_msg *rx;		  /* message being received */
-	size_t rx_have;			  /* bytes of it received (header included) */
+	struct vcxl_msg *rx; /* message being received */
+	size_t rx_have;	     /* bytes of it received (header included) */
+	uint64_t rx_start;   /* its stream offset */
+	/* Read-ahead at message boundaries: one recvmsg usually brings a whole
+	 * request. fds that came with a read belong to the message holding the
+	 * read's last byte: the kernel ends a read right after the segment that
+	 * carried them, and a sender attaches them to its message's sendmsg. */
+	uint8_t *rbuf;
+	size_t rb_off, rb_len;
+	uint64_t rb_pos; /* stream offset of rbuf[0] */
+	int pfds[VCXL_SRV_MAX_MSG_FDS];
+	unsigned pnfds;
+	bool pbad, pfd_have;
+	uint64_t pfd_owner;
 	struct vcxl_msg *q_head, *q_tail; /* requests queued during a DMA wait */
 	size_t q_bytes;
 	unsigned q_len;
@@ -297,6 +309,62 @@ static int rx_check_header(struct vcxl_conn *c, struct vcxl_msg *m)
 }
 
 /* Receive more of the current message: 1 = complete (*out), 0 = would block, <0 = close. */
+#define RX_BUF 4096
+
+/* One read into the (empty) read-ahead buffer: bytes, 0 would block, <0 close. */
+static int rx_fill(struct vcxl_conn *c)
+{
+	int fds[VCXL_SRV_MAX_MSG_FDS];
+	unsigned nf = 0;
+	bool bad = false;
+	ssize_t n;
+
+	if (!c->rbuf && !(c->rbuf = malloc(RX_BUF)))
+		return -ENOMEM;
+	c->rb_pos += c->rb_len;
+	c->rb_off = c->rb_len = 0;
+	n = c->io->recv(c->io_opaque, c->rbuf, RX_BUF, fds, c->cfg.max_msg_fds, &nf, &bad);
+	if (n == -EAGAIN)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -ECONNRESET;
+	c->rb_len = (size_t)n;
+	if (nf || bad) {
+		if (c->pfd_have) { /* two fd sets for one message: refuse the second */
+			for (unsigned i = 0; i < nf; i++)
+				close(fds[i]);
+			c->pbad = true;
+		} else {
+			memcpy(c->pfds, fds, sizeof(int) * nf);
+			c->pnfds = nf;
+			c->pbad = bad;
+			c->pfd_have = true;
+		}
+		c->pfd_owner = c->rb_pos + c->rb_len - 1;
+	}
+	return (int)n;
+}
+
+/* Give m (starting at stream offset start) the pending fds if they are its. */
+static void rx_claim_fds(struct vcxl_conn *c, struct vcxl_msg *m, uint64_t start)
+{
+	if (!c->pfd_have || c->pfd_owner < start || c->pfd_owner >= start + m->hdr.msg_size)
+		return;
+	for (unsigned i = 0; i < c->pnfds; i++) {
+		if (m->nfds < c->cfg.max_msg_fds)
+			m->fds[m->nfds++] = c->pfds[i];
+		else {
+			close(c->pfds[i]);
+			m->bad_fds = true;
+		}
+	}
+	m->bad_fds |= c->pbad;
+	c->pfd_have = c->pbad = false;
+	c->pnfds = 0;
+}
+
 static int rx_step(struct vcxl_conn *c, struct vcxl_msg **out)
 {
 	for (;;) {
@@ -307,11 +375,47 @@ static int rx_step(struct vcxl_conn *c, struct vcxl_msg **out)
 		int rc;
 
 		if (!m) {
+			/* at a message boundary: take it from the read-ahead buffer */
+			if (c->rb_off == c->rb_len) {
+				rc = rx_fill(c);
+				if (rc <= 0)
+					return rc;
+			}
 			m = calloc(1, sizeof(*m));
 			if (!m)
 				return -ENOMEM;
 			c->rx = m;
 			c->rx_have = 0;
+			c->rx_start = c->rb_pos + c->rb_off;
+		}
+		if (c->rb_off < c->rb_len) {
+			/* bytes of this message already read ahead */
+			size_t avail = c->rb_len - c->rb_off, k;
+			if (c->rx_have < sizeof(m->hdr)) {
+				k = sizeof(m->hdr) - c->rx_have;
+				k = k < avail ? k : avail;
+				memcpy((uint8_t *)&m->hdr + c->rx_have, c->rbuf + c->rb_off, k);
+			} else {
+				k = sizeof(m->hdr) + m->len - c->rx_have;
+				k = k < avail ? k : avail;
+				memcpy(m->data + (c->rx_have - sizeof(m->hdr)), c->rbuf + c->rb_off,
+				       k);
+			}
+			c->rb_off += k;
+			c->rx_have += k;
+			if (c->rx_have == sizeof(m->hdr)) {
+				rc = rx_check_header(c, m);
+				if (rc)
+					return rc;
+				rx_claim_fds(c, m, c->rx_start);
+			}
+			if (c->rx_have >= sizeof(m->hdr) && c->rx_have == sizeof(m->hdr) + m->len) {
+				*out = m;
+				c->rx = NULL;
+				c->rx_have = 0;
+				return 1;
+			}
+			continue;
 		}
 		if (c->rx_have < sizeof(m->hdr)) {
 			dst = (uint8_t *)&m->hdr + c->rx_have;
@@ -334,10 +438,12 @@ static int rx_step(struct vcxl_conn *c, struct vcxl_msg **out)
 		if (n == 0)
 			return -ECONNRESET;
 		c->rx_have += (size_t)n;
+		c->rb_pos += (size_t)n; /* read exactly, past the (empty) buffer */
 		if (c->rx_have == sizeof(m->hdr)) {
 			rc = rx_check_header(c, m);
 			if (rc)
 				return rc;
+			rx_claim_fds(c, m, c->rx_start);
 		}
 	}
 }
@@ -1483,6 +1589,9 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
 	while ((m = dequeue_msg(c)))
 		msg_free(m);
 	msg_free(c->rx);
+	for (unsigned i = 0; c->pfd_have && i < c->pnfds; i++)
+		close(c->pfds[i]);
+	free(c->rbuf);
 	while (c->tx_head) {
 		struct vcxl_tx *t = c->tx_head;
 
@@ -1529,7 +1638,8 @@ int vcxl_conn_on_readable(struct vcxl_conn *c)
 		if (rc == 0)
 			break;
 		handle_msg(c, m);
-		if (c->cfg.max_batch && (unsigned)i + 1 >= c->cfg.max_batch && !c->q_head)
+		if (c->cfg.max_batch && (unsigned)i + 1 >= c->cfg.max_batch && !c->q_head &&
+		    c->rb_off == c->rb_len) /* read-ahead bytes get no wake-up: go on */
 			break;
 	}
 	return c->dead ? c->dead_err : 0;
@@ -1541,6 +1651,9 @@ int vcxl_conn_on_writable(struct vcxl_conn *c)
 
 	if (rc == -EAGAIN)
 		rc = 0;
+	/* requests already read ahead wait for no EPOLLIN: serve them now */
+	if (!rc && !c->dead && !c->tx_head && c->rb_off < c->rb_len)
+		rc = vcxl_conn_on_readable(c);
 	return c->dead ? c->dead_err : rc;
 }
 

@@ -260,6 +260,12 @@ int vcxl_sock_send_all(int fd, const struct iovec *iov, int iovcnt, const int *f
 	return 0;
 }
 
+ssize_t vcxl_sock_recv_some(int fd, void *buf, size_t len, int *fds, unsigned maxfds,
+			    unsigned *nfds, bool *ctrunc)
+{
+	return sock_recvmsg(fd, buf, len, fds, maxfds, nfds, ctrunc, 0);
+}
+
 int vcxl_sock_recv_all(int fd, void *buf, size_t len, int *fds, unsigned maxfds, unsigned *nfds,
 		       bool *ctrunc)
 {
@@ -349,7 +355,20 @@ static ssize_t buf_io_recv(void *io, void *buf, size_t len, int *fds, unsigned m
 		return 0;
 	if (n > len)
 		n = len;
-	/* fds stop the read right after their byte, like SCM_RIGHTS skbs do */
+	/* Like a UNIX socket: a read ends right after the segment that carried
+	 * fds, the segment being the message whose header starts at the fds'
+	 * offset (one sendmsg per message). */
+	if (b->infd_next < b->n_infd && b->infd[b->infd_next].at < b->in_off + n) {
+		size_t at = b->infd[b->infd_next].at, end = b->in_len;
+		if (at >= b->in_off && at + 8 <= b->in_len) {
+			uint32_t sz;
+			memcpy(&sz, b->in + at + 4, 4);
+			if (sz > 0 && sz <= b->in_len - at)
+				end = at + sz;
+		}
+		if (end > b->in_off && end - b->in_off < n)
+			n = end - b->in_off;
+	}
 	while (b->infd_next < b->n_infd && b->infd[b->infd_next].at < b->in_off + n) {
 		size_t at = b->infd[b->infd_next].at;
 
