@@ -124,6 +124,55 @@ static void test_sockets(void)
 	   -ENAMETOOLONG, "path too long");
 }
 
+/* Read-ahead: several messages per read; fds belong to the message that
+ * carried them, however the reads fall. */
+static void test_readahead_fds(void)
+{
+	static uint8_t in[4096];
+	struct fake_dev f;
+	struct vcxl_bufio b;
+	struct vcxl_conn *c;
+	const char *caps = "{\"capabilities\":{\"max_msg_fds\":4}}";
+	uint8_t ver[64] = {0};
+	struct vfio_user_dma_map d1 = {32, 3, 0, 0x100000, 0x1000};
+	struct vfio_user_dma_map d2 = {32, 3, 0, 0x200000, 0x1000};
+	struct vfio_user_dma_map d3 = {32, 3, 0, 0x300000, 0x1000};
+	struct vfio_user_region_access ra = {.offset = 0, .region = 7, .count = 4};
+	int m1 = memfd_create("a", MFD_CLOEXEC), m3 = memfd_create("c", MFD_CLOEXEC);
+	size_t at = 0;
+	int rc = 0;
+
+	ftruncate(m1, 0x1000);
+	ftruncate(m3, 0x1000);
+	fake_dev_init(&f);
+	memcpy(ver + 4, caps, strlen(caps) + 1);
+	at = put_msg(in, at, 1, VFIO_USER_VERSION, ver, 4 + strlen(caps) + 1);
+	at = put_msg(in, at, 2, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	vcxl_bufio_init(&b, in, 0);
+	vcxl_bufio_add_fd(&b, at, m1); /* rides with DMA_MAP 3 */
+	at = put_msg(in, at, 3, VFIO_USER_DMA_MAP, &d1, sizeof(d1));
+	at = put_msg(in, at, 4, VFIO_USER_DMA_MAP, &d2, sizeof(d2)); /* no fd */
+	at = put_msg(in, at, 5, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	vcxl_bufio_add_fd(&b, at, m3); /* rides with DMA_MAP 6 */
+	at = put_msg(in, at, 6, VFIO_USER_DMA_MAP, &d3, sizeof(d3));
+	b.in_len = at;
+	c = vcxl_conn_create(NULL, &fake_dev_ops, &f, &vcxl_buf_io_ops, &b);
+	while (!rc)
+		rc = vcxl_conn_on_readable(c);
+	is(rc, -ECONNRESET, "read-ahead: input consumed to EOF");
+	const struct vcxl_dma_table *t = vcxl_conn_dma(c);
+	is(t->n, 3, "read-ahead: three maps");
+	ok(t->n == 3 && t->maps[0].iova == 0x100000 && t->maps[0].ptr,
+	   "the first fd went to the DMA_MAP it rode with");
+	ok(t->n == 3 && t->maps[1].iova == 0x200000 && !t->maps[1].ptr,
+	   "the map sent without an fd got none");
+	ok(t->n == 3 && t->maps[2].iova == 0x300000 && t->maps[2].ptr,
+	   "the second fd went to its own DMA_MAP, behind a REGION_READ in the same read");
+	vcxl_conn_destroy(c);
+	vcxl_bufio_fini(&b);
+	fake_dev_fini(&f);
+}
+
 static void test_bufio(void)
 {
 	static uint8_t in[4096];
@@ -212,5 +261,6 @@ int main(void)
 {
 	test_sockets();
 	test_bufio();
+	test_readahead_fds();
 	return done();
 }
