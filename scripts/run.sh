@@ -30,7 +30,7 @@ case "$SOCK" in /*) ;; *) SOCK="$(pwd)/$SOCK" ;; esac
 cat <<MSG
 vcxl-server: socket $SOCK
 Attach it to QEMU 10.1+ (accelerator model 8086:0d94, CXL Type-2):
-  qemu-system-x86_64 -accel tcg -m 2G \\
+  qemu-system-x86_64 -L /usr/share/seabios -L /usr/share/qemu -accel tcg -m 2G \\
     -object memory-backend-memfd,id=mem,size=2G,share=on -machine q35,memory-backend=mem \\
     -device '{"driver":"vfio-user-pci","socket":{"type":"unix","path":"$SOCK"}}'
 Inspect it:

@@ -255,5 +255,14 @@ void vcxl_loop_destroy(struct vcxl_loop *l);
 
 /* Size with K/M/G/T suffix (powers of 1024): 0 or -EINVAL. */
 int vcxl_parse_size(const char *s, uint64_t *out);
+/* The sooner of two poll timeouts in ms, -1 meaning none. */
+static inline int vcxl_min_timeout(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
 
 #endif /* VCXL_SERVER_H */

@@ -221,15 +221,6 @@ static void loop_conn_event(struct vcxl_loop *l, struct loop_dev *d, uint32_t ev
 	loop_update_events(l, d);
 }
 
-static int min_timeout(int a, int b)
-{
-	if (a < 0)
-		return b;
-	if (b < 0)
-		return a;
-	return a < b ? a : b;
-}
-
 /* Device timers, then requests queued during DMA waits: the next timeout. */
 static int loop_service(struct vcxl_loop *l)
 {
@@ -239,7 +230,7 @@ static int loop_service(struct vcxl_loop *l)
 		struct loop_dev *d = l->devs[i];
 		int t = d->ops->poll ? d->ops->poll(d->dev) : -1;
 
-		timeout = min_timeout(timeout, t);
+		timeout = vcxl_min_timeout(timeout, t);
 		if (d->conn) {
 			int rc = vcxl_conn_drain(d->conn);
 

@@ -461,6 +461,24 @@ static bool msg_no_fds(struct vcxl_conn *c, struct vcxl_msg *m)
 	return true;
 }
 
+/* The common start of a handler: no fds, a payload of at least len bytes,
+ * copied to dst. false (with the error reply set) otherwise. */
+static bool msg_take(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r, void *dst,
+		     size_t len)
+{
+	if (!msg_no_fds(c, m)) {
+		reply_error(r, EINVAL);
+		return false;
+	}
+	if (m->len < len) {
+		proto_err(c, m, "payload %zu too short", m->len);
+		reply_error(r, EINVAL);
+		return false;
+	}
+	memcpy(dst, m->data, len);
+	return true;
+}
+
 static int json_get_u64(struct json_object *caps, const char *key, uint64_t *v, uint64_t min,
 			uint64_t max)
 {
@@ -547,13 +565,8 @@ static int handle_version(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 		proto_err(c, m, "version already negotiated");
 		return reply_error(r, EINVAL);
 	}
-	if (!msg_no_fds(c, m))
-		return reply_error(r, EINVAL);
-	if (m->len < sizeof(v)) {
-		proto_err(c, m, "payload %zu too short", m->len);
-		return reply_error(r, EINVAL);
-	}
-	memcpy(&v, m->data, sizeof(v));
+	if (!msg_take(c, m, r, &v, sizeof(v)))
+		return r->err;
 	if (v.major != VFIO_USER_MAJOR) {
 		proto_err(c, m, "unsupported major version %u", v.major);
 		return reply_error(r, ENOTSUP);
@@ -675,13 +688,8 @@ static int handle_dma_unmap(struct vcxl_conn *c, struct vcxl_msg *m, struct repl
 	struct vfio_user_dma_unmap d;
 	int rc = 0;
 
-	if (!msg_no_fds(c, m))
-		return reply_error(r, EINVAL);
-	if (m->len < sizeof(d)) {
-		proto_err(c, m, "payload %zu too short", m->len);
-		return reply_error(r, EINVAL);
-	}
-	memcpy(&d, m->data, sizeof(d));
+	if (!msg_take(c, m, r, &d, sizeof(d)))
+		return r->err;
 	if (d.argsz < sizeof(d) || (d.flags & ~VFIO_DMA_UNMAP_FLAG_ALL)) {
 		proto_err(c, m, "argsz %u flags 0x%x", d.argsz, d.flags);
 		return reply_error(r, EINVAL);
@@ -777,13 +785,8 @@ static int handle_region_info(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 	uint32_t len = sizeof(info), next_at = 0, *last = NULL;
 	int rc;
 
-	if (!msg_no_fds(c, m))
-		return reply_error(r, EINVAL);
-	if (m->len < sizeof(req)) {
-		proto_err(c, m, "payload %zu too short", m->len);
-		return reply_error(r, EINVAL);
-	}
-	memcpy(&req, m->data, sizeof(req));
+	if (!msg_take(c, m, r, &req, sizeof(req)))
+		return r->err;
 	if (req.argsz < sizeof(req)) {
 		proto_err(c, m, "argsz %u", req.argsz);
 		return reply_error(r, EINVAL);
@@ -867,13 +870,8 @@ static int handle_irq_info(struct vcxl_conn *c, struct vcxl_msg *m, struct reply
 	uint32_t count = 0, flags = 0;
 	int rc;
 
-	if (!msg_no_fds(c, m))
-		return reply_error(r, EINVAL);
-	if (m->len < sizeof(info)) {
-		proto_err(c, m, "payload %zu too short", m->len);
-		return reply_error(r, EINVAL);
-	}
-	memcpy(&info, m->data, sizeof(info));
+	if (!msg_take(c, m, r, &info, sizeof(info)))
+		return r->err;
 	if (info.argsz < sizeof(info) || info.index >= c->num_irqs) {
 		proto_err(c, m, "argsz %u index %u of %u", info.argsz, info.index, c->num_irqs);
 		return reply_error(r, EINVAL);
@@ -1147,13 +1145,8 @@ static int handle_region_write(struct vcxl_conn *c, struct vcxl_msg *m, struct r
 	struct vfio_user_region_access a;
 	int rc;
 
-	if (!msg_no_fds(c, m))
-		return reply_error(r, EINVAL);
-	if (m->len < sizeof(a)) {
-		proto_err(c, m, "payload %zu too short", m->len);
-		return reply_error(r, EINVAL);
-	}
-	memcpy(&a, m->data, sizeof(a));
+	if (!msg_take(c, m, r, &a, sizeof(a)))
+		return r->err;
 	rc = region_access_check(c, m, &a);
 	if (rc)
 		return reply_error(r, rc);
@@ -1179,13 +1172,8 @@ static int handle_write_multi(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 	uint64_t cnt;
 	int first = 0;
 
-	if (!msg_no_fds(c, m))
-		return reply_error(r, EINVAL);
-	if (m->len < sizeof(cnt)) {
-		proto_err(c, m, "payload %zu too short", m->len);
-		return reply_error(r, EINVAL);
-	}
-	memcpy(&cnt, m->data, sizeof(cnt));
+	if (!msg_take(c, m, r, &cnt, sizeof(cnt)))
+		return r->err;
 	if (!cnt || cnt > VFIO_USER_MULTI_MAX || m->len != sizeof(cnt) + cnt * esz) {
 		proto_err(c, m, "wr_cnt %llu in %zu bytes", (unsigned long long)cnt, m->len);
 		return reply_error(r, EINVAL);

@@ -78,15 +78,6 @@ static void sdev_client_gone(void *dev)
 	vcxl_vdev_client_gone(sdev_vdev(dev));
 }
 
-static int min_timeout(int a, int b)
-{
-	if (a < 0)
-		return b;
-	if (b < 0)
-		return a;
-	return a < b ? a : b;
-}
-
 static int sdev_poll(void *dev)
 {
 	struct vcxl_sdev *s = dev;
@@ -94,7 +85,7 @@ static int sdev_poll(void *dev)
 
 	if (s->model)
 		t = vcxl_model_poll(s->model);
-	return min_timeout(t, vcxl_vdev_poll(s->vdev));
+	return vcxl_min_timeout(t, vcxl_vdev_poll(s->vdev));
 }
 
 const struct vcxl_dev_ops vcxl_sdev_ops = {
