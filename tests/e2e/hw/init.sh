@@ -24,6 +24,10 @@ finish() {
 }
 echo "=== E2E-HW START === $(uname -r)"
 SOCK=/tmp/vcxl.sock
+# the IOMMU interface to open the device with, and the one it must end up on
+IOMMU=$(sed -n 's/.*vcxl\.iommu=\([a-z]*\).*/\1/p' /proc/cmdline)
+WANT=$(sed -n 's/.*vcxl\.want=\([a-z]*\).*/\1/p' /proc/cmdline)
+IOMMU=${IOMMU:-auto}
 
 modprobe cxl_pci 2>/dev/null
 BDF=""
@@ -53,7 +57,7 @@ now=$(basename "$(readlink $D/driver 2>/dev/null)" 2>/dev/null)
 [ "$now" = vfio-pci ] && step bind ok "was ${drv:-unbound}, now vfio-pci, group $(basename "$(readlink $D/iommu_group)")" ||
 	{ step bind fail "driver is '${now}'"; finish; }
 
-vcxl-hw-serve --device "$BDF" --socket $SOCK > /tmp/serve.out 2> /tmp/serve.err &
+vcxl-hw-serve --device "$BDF" --socket $SOCK --iommu $IOMMU > /tmp/serve.out 2> /tmp/serve.err &
 SPID=$!
 i=0
 while [ $i -lt 600 ]; do
@@ -69,6 +73,10 @@ if ! grep -q '^HW READY' /tmp/serve.out; then
 	finish
 fi
 step serve ok "pid $SPID"
+got=$(sed -n 's/^HW open .* iommu=//p' /tmp/serve.out)
+[ -n "$WANT" ] && [ "$got" = "$WANT" ] &&
+	step iommu ok "--iommu $IOMMU opened through '$got' ($(ls /dev/vfio/devices 2>/dev/null | tr '\n' ' ')cdev; /dev/iommu $([ -c /dev/iommu ] && echo present || echo absent))" ||
+	step iommu fail "--iommu $IOMMU opened through '$got', want '$WANT'"
 : > /tmp/serve.seen
 cp /tmp/serve.out /tmp/serve.seen
 
@@ -95,7 +103,7 @@ grep -E 'error|warn' /tmp/serve.err | sed 's/^/server: /'
 # The same through the product: vcxl-server --backend vfio (the driver above
 # also prints host-bridge read-backs; this proves the server binary itself).
 SOCK2=/tmp/vcxl-srv.sock
-vcxl-server --backend vfio --device "$BDF" --socket $SOCK2 > /tmp/srv.out 2> /tmp/srv.err &
+vcxl-server --backend vfio --device "$BDF" --iommu $IOMMU --socket $SOCK2 > /tmp/srv.out 2> /tmp/srv.err &
 SPID=$!
 i=0
 while [ $i -lt 600 ]; do
@@ -105,10 +113,11 @@ while [ $i -lt 600 ]; do
 	i=$((i + 1))
 done
 if [ -S $SOCK2 ]; then
-	step server-vfio ok "vcxl-server --backend vfio --device $BDF (pid $SPID)"
+	step server-vfio ok "vcxl-server --backend vfio --device $BDF --iommu $IOMMU (pid $SPID)"
 	run srv-info vcxl info $SOCK2
 	run srv-commit vcxl commit $SOCK2 --decoder 0 --base 0x1000000000 --size 256M
 	run srv-memtest vcxl memtest $SOCK2 --size 1M
+	run srv-dma vcxl-hw-dma $SOCK2 --server-pid $SPID --iova 0x1000000000 --size 16M
 	kill -TERM $SPID
 	wait $SPID
 	src=$?
@@ -116,6 +125,9 @@ if [ -S $SOCK2 ]; then
 	grep -q 'host decoder [0-9]* verified unchanged' /tmp/srv.err &&
 		step server-vfio-host-decoder ok "$(grep -o 'host decoder [0-9]* verified unchanged' /tmp/srv.err)" ||
 		step server-vfio-host-decoder fail "no verification line"
+	l=$(grep -o "opened through VFIO ([a-z]*)" /tmp/srv.err)
+	[ -n "$WANT" ] && [ "$l" = "opened through VFIO ($WANT)" ] &&
+		step server-vfio-iommu ok "$l" || step server-vfio-iommu fail "'$l', want ($WANT)"
 	grep -q -i 'protocol error' /tmp/srv.err &&
 		step server-vfio-protocol fail "$(grep -i -m1 'protocol error' /tmp/srv.err)" ||
 		step server-vfio-protocol ok "no protocol error"

@@ -12,8 +12,16 @@
 # and the bytes memtest wrote are in the memory-backend file at the DPA the
 # decoders map. Output is TAP; "SKIP e2e-hw: ..." when no QEMU 10.2 is found.
 #
-# Environment: VCXL_QEMU, VCXL_E2E_HW_BOOTS (default "2rp 1rp": host bridge with
-# a decoder to program / pass-through host bridge), VCXL_E2E_TIMEOUT (s, 400),
+# Boots: "2rp" (a host bridge with a decoder to program) and "1rp" (a pass-through
+# host bridge) on Debian's 6.1, where VFIO has only the group/container interface
+# (--iommu auto must end up on "group"); "iommufd" (2rp) on a kernel with VFIO's
+# cdev + iommufd, which no Debian 12 kernel has: build-kernel.sh builds one once
+# from Debian's linux-source-6.12 (cached; a few minutes), and both vcxl programs
+# run with --iommu iommufd.
+#
+# Environment: VCXL_QEMU, VCXL_E2E_HW_BOOTS (default "2rp 1rp iommufd"),
+# VCXL_E2E_IOMMUFD_KERNEL (a bzImage to use instead of building one),
+# VCXL_E2E_BUILD_KERNEL=0 (skip the iommufd boot rather than build), VCXL_E2E_TIMEOUT (s, 400),
 # VCXL_E2E_CACHE (kernel cache shared with e2e-qemu, ~/.cache/vcxl-e2e),
 # VCXL_E2E_HW_CACHE (~/.cache/vcxl-e2e-hw). Logs: BUILDDIR/e2e-hw/.
 set -u
@@ -21,7 +29,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../../.." && pwd)
 BUILD=$(cd "${1:-build}" && pwd)
 LOG=$BUILD/e2e-hw
-BOOTS=${VCXL_E2E_HW_BOOTS:-2rp 1rp}
+BOOTS=${VCXL_E2E_HW_BOOTS:-2rp 1rp iommufd}
 TMO=${VCXL_E2E_TIMEOUT:-400}
 KCACHE=${VCXL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e}
 CACHE=${VCXL_E2E_HW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e-hw}
@@ -94,12 +102,19 @@ echo "# guest kernel: $KVER ($KROOT)"
 
 # ---- initramfs: base (busybox + modules, cached) + overlay (ours, every run) ----
 BASE=$CACHE/base-$KVER.cpio.gz
-build_base() {
+BASE_NOMOD=$CACHE/base-nomod.cpio.gz # busybox only, for the built-in iommufd kernel
+build_base() { # build_base OUT [modules: yes|no]
 	local S=$CACHE/base.staging m ko rel a
 	rm -rf "$S"
 	mkdir -p "$S"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,lib64,lib/x86_64-linux-gnu,lib/modules}
 	cp /bin/busybox "$S/bin/busybox"
 	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$S/bin/$a"; done
+	if [ "${2:-yes}" = no ]; then
+		(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
+			gzip -6 > "$1.tmp" && mv "$1.tmp" "$1"
+		rm -rf "$S"
+		return
+	fi
 	depmod -b "$KROOT" "$KVER"
 	mkdir -p "$S/lib/modules/$KVER"
 	for m in cxl_pci vfio vfio_pci vfio_pci_core vfio_iommu_type1 vfio_virqfd irqbypass; do
@@ -113,11 +128,12 @@ build_base() {
 	cp "$KROOT/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$S/lib/modules/$KVER/"
 	depmod -b "$S" "$KVER"
 	(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-		gzip -6 > "$BASE.tmp" && mv "$BASE.tmp" "$BASE"
+		gzip -6 > "$1.tmp" && mv "$1.tmp" "$1"
 	rm -rf "$S"
 }
-[ -s "$BASE" ] || build_base > "$LOG/build-base.log" 2>&1
+[ -s "$BASE" ] || build_base "$BASE" > "$LOG/build-base.log" 2>&1
 [ -s "$BASE" ] || { echo "Bail out! base initramfs (see $LOG/build-base.log)"; exit 1; }
+[ -s "$BASE_NOMOD" ] || build_base "$BASE_NOMOD" no >> "$LOG/build-base.log" 2>&1
 
 O=$LOG/overlay.staging
 rm -rf "$O"
@@ -128,6 +144,14 @@ if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-u
 	-ljson-c -lpthread -lm > "$LOG/build-driver.log" 2>&1; then
 	sed 's/^/# /' "$LOG/build-driver.log"
 	echo "Bail out! building vcxl-hw-serve failed"
+	exit 1
+fi
+# the DMA check client, static
+if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror \
+	-I"$SRC/include" -o "$O/bin/vcxl-hw-dma" "$HERE/vcxl-hw-dma.c" "$BUILD/libvcxl.a" \
+	-ljson-c -lpthread -lm > "$LOG/build-dma.log" 2>&1; then
+	sed 's/^/# /' "$LOG/build-dma.log"
+	echo "Bail out! building vcxl-hw-dma failed"
 	exit 1
 fi
 # the real server, static, for the --backend vfio session
@@ -154,6 +178,28 @@ install -m 0755 "$HERE/init.sh" "$O/init"
 	gzip -6 > "$LOG/overlay.cpio.gz"
 rm -rf "$O"
 cat "$BASE" "$LOG/overlay.cpio.gz" > "$LOG/initramfs.cpio.gz"
+cat "$BASE_NOMOD" "$LOG/overlay.cpio.gz" > "$LOG/initramfs-nomod.cpio.gz"
+
+# ---- the iommufd kernel, when a boot wants it ----
+IKERNEL=""
+iommufd_kernel() { # sets IKERNEL, or WHY and returns 1
+	if [ -n "${VCXL_E2E_IOMMUFD_KERNEL:-}" ]; then
+		[ -s "$VCXL_E2E_IOMMUFD_KERNEL" ] && IKERNEL=$VCXL_E2E_IOMMUFD_KERNEL && return 0
+		WHY="VCXL_E2E_IOMMUFD_KERNEL=$VCXL_E2E_IOMMUFD_KERNEL is not a file"
+		return 1
+	fi
+	if [ "${VCXL_E2E_BUILD_KERNEL:-1}" = 0 ]; then
+		IKERNEL=$(ls -t "$CACHE"/iommufd-*/bzImage 2>/dev/null | head -1)
+		[ -n "$IKERNEL" ] && return 0
+		WHY="VCXL_E2E_BUILD_KERNEL=0 and no iommufd kernel in $CACHE"
+		return 1
+	fi
+	IKERNEL=$("$HERE/build-kernel.sh" "$CACHE" 2> "$LOG/build-kernel.err") && [ -n "$IKERNEL" ] && return 0
+	WHY="no iommufd kernel: $(tail -1 "$LOG/build-kernel.err")"
+	return 1
+}
+WHY=""
+case " $BOOTS " in *" iommufd "*) iommufd_kernel ;; esac
 
 # ---- checks on a finished boot ----
 field() { # field LINE KEY -> value of KEY=... in LINE
@@ -176,9 +222,28 @@ print(bad)
 EOF
 }
 
-check_boot() { # check_boot NAME CONSOLE MEMFILE RP2
-	local name=$1 con=$2 mem=$3 rp2=$4 s l
-	for s in find-device cedt no-cxl-acpi bind serve info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest server-vfio-exit server-vfio-host-decoder server-vfio-protocol; do
+iotlb_hits() { # TRACE IOVA SIZE: page invalidations (vtd_inv_desc_iotlb_pages) overlapping it
+	python3 - "$1" "$2" "$3" <<'EOF'
+import re, sys
+path, iova, size = sys.argv[1], int(sys.argv[2], 0), int(sys.argv[3], 0)
+pat = re.compile(r'iotlb invalidate (?:pages )?domain 0x([0-9a-f]+) addr 0x([0-9a-f]+) mask 0x([0-9a-f]+)')
+hits = 0
+try:
+    for line in open(path, errors='replace'):
+        m = pat.search(line)
+        if m:
+            a, k = int(m.group(2), 16), int(m.group(3), 16)
+            if a < iova + size and iova < a + (4096 << k):
+                hits += 1
+except OSError:
+    pass
+print(hits)
+EOF
+}
+
+check_boot() { # check_boot NAME CONSOLE MEMFILE RP2 QEMU-TRACE
+	local name=$1 con=$2 mem=$3 rp2=$4 trace=$5 s l
+	for s in find-device cedt no-cxl-acpi bind serve iommu info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest srv-dma server-vfio-exit server-vfio-host-decoder server-vfio-iommu server-vfio-protocol; do
 		l=$(grep -a "^STEP $s " "$con" | head -1)
 		tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "$name: $s ${l#STEP $s }"
 	done
@@ -213,6 +278,18 @@ check_boot() { # check_boot NAME CONSOLE MEMFILE RP2
 		tap "$(grep -aq '^HW hb-committed passthrough' "$con" && echo 1 || echo 0)" \
 			"$name: pass-through host bridge (one root port): nothing to program"
 	fi
+	# the DMA window the client mapped reached the (emulated) IOMMU: the guest
+	# kernel invalidated the IOTLB for it (intel-iommu caching mode), seen by QEMU
+	local d diova dsize inv
+	d=$(grep -a -o 'HW dma .*' "$con" | head -1)
+	diova=$(field "$d" iova); dsize=$(field "$d" size)
+	inv=$(iotlb_hits "$trace" "${diova:-0}" "${dsize:-0}")
+	local pb pm
+	pb=$(field "$d" before); pm=$(field "$d" mapped)
+	tap "$([ "$(field "$d" ok)" = 1 ] && [ $((${pm:-0} - ${pb:-0})) = $((${dsize:-0} >> 10)) ] && echo 1 || echo 0)" \
+		"$name: DMA_MAP pinned $((${pm:-0} - ${pb:-0})) KiB in the server for the IOMMU; released on DMA_UNMAP and on disconnect (${d#HW dma })"
+	tap "$([ -n "$diova" ] && [ "${inv:-0}" -gt 0 ] && echo 1 || echo 0)" \
+		"$name: IOTLB invalidations over the DMA window ${diova:-?}+${dsize:-?} seen by QEMU's intel-iommu: ${inv:-0}"
 	local bad
 	bad=$(pattern_check "$mem" "${dpa:-0}" $((1 << 20)) 2>&1)
 	tap "$([ "$bad" = 0 ] && echo 1 || echo 0)" \
@@ -221,7 +298,22 @@ check_boot() { # check_boot NAME CONSOLE MEMFILE RP2
 
 for boot in $BOOTS; do
 	rp2=0
-	[ "$boot" = 2rp ] && rp2=1
+	[ "$boot" != 1rp ] && rp2=1
+	KIMG=$KROOT/boot/vmlinuz-$KVER
+	INITRD=$LOG/initramfs.cpio.gz
+	IOMMU_ARGS="vcxl.iommu=auto vcxl.want=group"
+	if [ "$boot" = iommufd ]; then
+		if [ -z "$IKERNEL" ]; then
+			echo "SKIP e2e-hw iommufd boot: $WHY" >&2
+			echo "ok $((n + 1)) - iommufd: # SKIP $WHY"
+			n=$((n + 1))
+			continue
+		fi
+		echo "# iommufd: kernel $IKERNEL"
+		KIMG=$IKERNEL
+		INITRD=$LOG/initramfs-nomod.cpio.gz
+		IOMMU_ARGS="vcxl.iommu=iommufd vcxl.want=iommufd"
+	fi
 	TMP=$(mktemp -d)
 	truncate -s 256M "$TMP/cxl-vmem.raw"
 	RP2_DEV=()
@@ -229,15 +321,17 @@ for boot in $BOOTS; do
 	CMD=("$QEMU" -L /usr/share/seabios -L /usr/share/qemu
 		-machine q35,cxl=on -accel tcg -m 1G,maxmem=4G,slots=4 -smp 2
 		-nographic -no-reboot -nic none
-		-kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$LOG/initramfs.cpio.gz"
-		-append "console=ttyS0 panic=-1 loglevel=4 intel_iommu=on"
+		-kernel "$KIMG" -initrd "$INITRD"
+		-append "console=ttyS0 panic=-1 loglevel=4 intel_iommu=on $IOMMU_ARGS"
 		-device intel-iommu,intremap=on,caching-mode=on
 		-object memory-backend-file,id=cxl-mem0,share=on,mem-path=$TMP/cxl-vmem.raw,size=256M
 		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
 		-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
 		-device cxl-type3,bus=rp0,volatile-memdev=cxl-mem0,id=cxl-vmem0
 		"${RP2_DEV[@]}"
-		-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G)
+		-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G
+		-trace vtd_inv_desc_iotlb_pages -D "$LOG/$boot.qemu-trace.log")
+	rm -f "$LOG/$boot.qemu-trace.log"
 	printf '%q ' "${CMD[@]}" > "$LOG/$boot.qemu-cmd.log"
 	t0=$(date +%s)
 	timeout "$TMO" "${CMD[@]}" < /dev/null > "$LOG/$boot.console.log" 2>&1 &
@@ -251,7 +345,7 @@ for boot in $BOOTS; do
 		"$boot: guest ran to the end (QEMU rc=$qrc, $((t1 - t0)) s)"
 	tr -d '\r' < "$LOG/$boot.console.log" > "$LOG/$boot.console.txt"
 	grep -a -E '^(STEP|HW) ' "$LOG/$boot.console.txt" | sed 's/^/# /'
-	check_boot "$boot" "$LOG/$boot.console.txt" "$TMP/cxl-vmem.raw" "$rp2"
+	check_boot "$boot" "$LOG/$boot.console.txt" "$TMP/cxl-vmem.raw" "$rp2" "$LOG/$boot.qemu-trace.log"
 	cleanup
 done
 echo "1..$n"
