@@ -11,7 +11,8 @@
  * output, then Return Code, Payload Length and the doorbell are updated in
  * that order, so software that polls the doorbell sees a finished command.
  * One command (Scan Media) runs in the background until the owner calls
- * vcxl_memdev_bg_complete(), to exercise the background status protocol.
+ * vcxl_memdev_bg_complete(), to exercise the background status protocol;
+ * with facts.bg_irq its completion can signal the mailbox interrupt.
  *
  * Multi-byte payload fields are little endian; UUIDs are in the byte order
  * the spec prints them (as Linux's uuid_t stores them).
@@ -24,6 +25,7 @@
 #include <stdint.h>
 
 #include "vcxl/cxl_regs.h"
+#include "vcxl/cxl_spec.h"
 #include "vcxl/regfile.h"
 
 /* ---- command opcodes (CXL r3.1 Tables 8-37 and 8-126) ------------------ */
@@ -64,11 +66,30 @@ enum cxl_mbox_rc {
 	CXL_MBOX_RC_RETRY = 0x0005,
 	CXL_MBOX_RC_BUSY = 0x0006, /* a background operation is in progress */
 	CXL_MBOX_RC_MEDIA_DISABLED = 0x0007,
+	CXL_MBOX_RC_FW_IN_PROGRESS = 0x0008,
+	CXL_MBOX_RC_FW_OUT_OF_ORDER = 0x0009,
+	CXL_MBOX_RC_FW_AUTH_FAILED = 0x000a,
+	CXL_MBOX_RC_FW_INVALID_SLOT = 0x000b,
+	CXL_MBOX_RC_FW_ROLLED_BACK = 0x000c,
+	CXL_MBOX_RC_FW_COLD_RESET = 0x000d,
 	CXL_MBOX_RC_INVALID_HANDLE = 0x000e,
 	CXL_MBOX_RC_INVALID_PA = 0x000f,
+	CXL_MBOX_RC_POISON_LIMIT = 0x0010,
+	CXL_MBOX_RC_MEDIA_FAILURE = 0x0011,
 	CXL_MBOX_RC_ABORTED = 0x0012,
+	CXL_MBOX_RC_INVALID_SECURITY = 0x0013,
+	CXL_MBOX_RC_BAD_PASSPHRASE = 0x0014,
+	CXL_MBOX_RC_UNSUPPORTED_MBOX = 0x0015,
 	CXL_MBOX_RC_INVALID_PAYLOAD_LEN = 0x0016,
 	CXL_MBOX_RC_INVALID_LOG = 0x0017,
+	/* r3.0/r3.1 additions [spec] */
+	CXL_MBOX_RC_INTERRUPTED = 0x0018,
+	CXL_MBOX_RC_FEAT_VERSION = 0x0019,
+	CXL_MBOX_RC_FEAT_SELECTION = 0x001a,
+	CXL_MBOX_RC_FEAT_IN_PROGRESS = 0x001b,
+	CXL_MBOX_RC_FEAT_OUT_OF_ORDER = 0x001c,
+	CXL_MBOX_RC_RESOURCES_EXHAUSTED = 0x001d,
+	CXL_MBOX_RC_INVALID_EXTENT_LIST = 0x001e,
 };
 
 /* ---- Command Effects Log (CXL r3.1 8.2.9.5.2.1) ------------------------ */
@@ -171,6 +192,8 @@ enum cxl_mbox_rc {
 #define VCXL_MDEV_MEMDEV_OFF 0x200
 #define VCXL_MDEV_MBOX_OFF   0x400
 #define VCXL_MDEV_NR_CAPS    3
+/* Capability headers a capability array walk reads at most */
+#define VCXL_DEVCAP_MAX_WALK 64
 #define VCXL_MDEV_EVENT_LOGS (CXL_EVENT_LOG_MAX + 1)
 
 /* What the device is: everything Identify and its friends report. */
@@ -183,6 +206,8 @@ struct vcxl_memdev_facts {
 	uint32_t poison_max;	 /* Poison List Maximum Media Error Records (24 bits) */
 	uint16_t event_log_size; /* records each event log can hold */
 	uint8_t event_msgnum;	 /* MSI/MSI-X message number for event interrupts */
+	bool bg_irq;		 /* Background Command Complete Interrupt Capable */
+	uint8_t mbox_msgnum;	 /* Interrupt Message Number of the mailbox (0..15) */
 	int16_t temperature_c;	 /* Get Health Info device temperature */
 };
 
@@ -195,6 +220,8 @@ struct vcxl_memdev_ops {
 	void (*refresh)(void *opaque, struct vcxl_memdev *d);
 	/* A background command started (may be NULL). */
 	void (*bg_started)(void *opaque, struct vcxl_memdev *d, uint16_t opcode);
+	/* Signal the mailbox interrupt: MSI/MSI-X message msgnum (may be NULL). */
+	void (*irq)(void *opaque, struct vcxl_memdev *d, unsigned msgnum);
 };
 
 struct vcxl_memdev {
@@ -215,6 +242,7 @@ struct vcxl_memdev {
 	uint16_t bg_opcode;
 	bool scan_valid;   /* a scan completed: Get Scan Media Results has something */
 	uint64_t commands; /* doorbells served, for diagnostics */
+	uint64_t bg_irqs;  /* background completion interrupts signalled */
 };
 
 /* One command as the dispatcher sees it. */
@@ -244,6 +272,8 @@ void vcxl_memdev_set_media(struct vcxl_memdev *d, unsigned media_status);
 void vcxl_memdev_set_mbox_ready(struct vcxl_memdev *d, bool ready);
 /* Background command state; complete finishes it with Success at 100 %. */
 bool vcxl_memdev_bg_busy(const struct vcxl_memdev *d);
+/* With facts.bg_irq and the Background Command Completion Interrupt enabled
+ * in Mailbox Control, completion then calls ops->irq(facts.mbox_msgnum). */
 void vcxl_memdev_bg_complete(struct vcxl_memdev *d);
 
 /* Run one command (what the doorbell does, without the registers): length
@@ -254,5 +284,14 @@ unsigned vcxl_mbox_cel_count(const struct vcxl_memdev *d);
 int vcxl_mbox_cel_entry(const struct vcxl_memdev *d, unsigned i, uint16_t *opcode,
 			uint16_t *effect);
 const char *vcxl_mbox_opcode_name(uint16_t opcode);
+/* The name of a return code as Table 8-34 spells it ("unknown" for others). */
+const char *vcxl_mbox_rc_name(uint16_t rc);
+
+/* Find capability `id` (CXLDEV_CAP_ID_*) in a device capabilities array
+ * (CXL r3.1 8.2.8.1-2); rd reads dwords at offsets from the block start, off
+ * and len (may be NULL) are the capability's. -ENODEV if the block has no
+ * array, -ENOENT if the capability is not in it, else the reader's error. */
+int vcxl_devcap_find(vcxl_cfg_read32_fn rd, void *opaque, uint16_t id, uint32_t *off,
+		     uint32_t *len);
 
 #endif /* VCXL_CXL_MBOX_H */

@@ -26,6 +26,15 @@
 #define VCXL_SZ_256M 0x10000000ull
 
 /* ---------------------------------------------------------------------- */
+/* PCI capability list (PCI r3.0 6.7): ID byte, next-pointer byte         */
+/* ---------------------------------------------------------------------- */
+#define PCI_CAP_HDR_ID_MASK       VCXL_GENMASK(7, 0)
+#define PCI_CAP_HDR_NEXT_MASK     VCXL_GENMASK(15, 8)
+#define PCI_CAP_PTR_MASK          0xfcu /* the low two pointer bits are reserved */
+#define PCI_CAP_START             0x40  /* capabilities live after the header */
+#define PCI_CAP_END               0x100 /* and before extended config space */
+
+/* ---------------------------------------------------------------------- */
 /* PCIe extended capability header and DVSEC headers (PCIe r6 7.9.6)      */
 /* ---------------------------------------------------------------------- */
 #define PCIE_EXT_CAP_START        0x100

@@ -29,6 +29,11 @@ int vcxl_pcie_find_ext_cap(vcxl_cfg_read32_fn rd, void *opaque, uint16_t id, uin
 int vcxl_pcie_find_dvsec(vcxl_cfg_read32_fn rd, void *opaque, uint16_t vendor, uint16_t dvsec_id,
 			 uint32_t *off, uint32_t *len);
 
+/* Find standard capability `id` through the Capabilities Pointer (PCI r3.0
+ * 6.7). Returns 0 and the offset, -ENOENT (no capability list or not in it),
+ * or -ELOOP on a malformed list (pointer outside 0x40..0xff, or a cycle). */
+int vcxl_pci_find_cap(vcxl_cfg_read32_fn rd, void *opaque, uint8_t id, uint32_t *off);
+
 /* Write an extended capability header + DVSEC headers (all RO). */
 int vcxl_dvsec_header_layout(struct vcxl_regfile *rf, uint32_t base, uint32_t next,
 			     uint16_t dvsec_id, uint8_t rev, uint16_t len);
@@ -85,6 +90,10 @@ int vcxl_dvsec_regloc_layout(struct vcxl_regfile *rf, uint32_t base, uint32_t ne
 			     const struct vcxl_regloc_entry *e, unsigned n);
 /* Decode entry k of a Register Locator from its two dwords. */
 void vcxl_regloc_decode(uint32_t lo, uint32_t hi, struct vcxl_regloc_entry *e);
+/* The first entry with Register Block Identifier rbi (CXL_REGLOC_RBI_*) in the
+ * Register Locator DVSEC. Returns 0, -ENOENT (no locator, or no such entry),
+ * or the reader's error. */
+int vcxl_regloc_find(vcxl_cfg_read32_fn rd, void *opaque, uint8_t rbi, struct vcxl_regloc_entry *e);
 
 int vcxl_dvsec_gpf_device_layout(struct vcxl_regfile *rf, uint32_t base, uint32_t next,
 				 uint16_t phase2_duration, uint32_t phase2_power);

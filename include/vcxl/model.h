@@ -71,6 +71,7 @@ int vcxl_model_poll(struct vcxl_model *m);
 #define VCXL_MODEL_T3_BAR2_SIZE   0x20000
 #define VCXL_MODEL_T3_MEMDEV_OFF  0x10000 /* in BAR2 */
 #define VCXL_MODEL_T3_PAYLOAD_SHIFT 11    /* 2 KiB mailbox payload */
+#define VCXL_MODEL_T3_MBOX_MSGNUM   1	  /* MSI-X vector of background completion */
 #define VCXL_MODEL_T3_LSA_SIZE    0x400
 #define VCXL_MODEL_T3_FW_REVISION "vcxl-t3 0.1"
 #define VCXL_MODEL_CLASS_ACCEL    0x120000u /* processing accelerator */

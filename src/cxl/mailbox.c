@@ -416,6 +416,46 @@ const char *vcxl_mbox_opcode_name(uint16_t opcode)
 	return "unknown";
 }
 
+/* CXL r3.1 Table 8-34: Command Return Codes */
+const char *vcxl_mbox_rc_name(uint16_t rc)
+{
+	static const char *const names[] = {
+	    [CXL_MBOX_RC_SUCCESS] = "Success",
+	    [CXL_MBOX_RC_BACKGROUND] = "Background Command Started",
+	    [CXL_MBOX_RC_INVALID_INPUT] = "Invalid Input",
+	    [CXL_MBOX_RC_UNSUPPORTED] = "Unsupported",
+	    [CXL_MBOX_RC_INTERNAL] = "Internal Error",
+	    [CXL_MBOX_RC_RETRY] = "Retry Required",
+	    [CXL_MBOX_RC_BUSY] = "Busy",
+	    [CXL_MBOX_RC_MEDIA_DISABLED] = "Media Disabled",
+	    [CXL_MBOX_RC_FW_IN_PROGRESS] = "FW Transfer in Progress",
+	    [CXL_MBOX_RC_FW_OUT_OF_ORDER] = "FW Transfer Out of Order",
+	    [CXL_MBOX_RC_FW_AUTH_FAILED] = "FW Verification Failed",
+	    [CXL_MBOX_RC_FW_INVALID_SLOT] = "Invalid Slot",
+	    [CXL_MBOX_RC_FW_ROLLED_BACK] = "Activation Failed, FW Rolled Back",
+	    [CXL_MBOX_RC_FW_COLD_RESET] = "Activation Failed, Cold Reset Required",
+	    [CXL_MBOX_RC_INVALID_HANDLE] = "Invalid Handle",
+	    [CXL_MBOX_RC_INVALID_PA] = "Invalid Physical Address",
+	    [CXL_MBOX_RC_POISON_LIMIT] = "Inject Poison Limit Reached",
+	    [CXL_MBOX_RC_MEDIA_FAILURE] = "Permanent Media Failure",
+	    [CXL_MBOX_RC_ABORTED] = "Aborted",
+	    [CXL_MBOX_RC_INVALID_SECURITY] = "Invalid Security State",
+	    [CXL_MBOX_RC_BAD_PASSPHRASE] = "Incorrect Passphrase",
+	    [CXL_MBOX_RC_UNSUPPORTED_MBOX] = "Unsupported Mailbox or CCI",
+	    [CXL_MBOX_RC_INVALID_PAYLOAD_LEN] = "Invalid Payload Length",
+	    [CXL_MBOX_RC_INVALID_LOG] = "Invalid Log",
+	    [CXL_MBOX_RC_INTERRUPTED] = "Interrupted",
+	    [CXL_MBOX_RC_FEAT_VERSION] = "Unsupported Feature Version",
+	    [CXL_MBOX_RC_FEAT_SELECTION] = "Unsupported Feature Selection Value",
+	    [CXL_MBOX_RC_FEAT_IN_PROGRESS] = "Feature Transfer in Progress",
+	    [CXL_MBOX_RC_FEAT_OUT_OF_ORDER] = "Feature Transfer Out of Order",
+	    [CXL_MBOX_RC_RESOURCES_EXHAUSTED] = "Resources Exhausted",
+	    [CXL_MBOX_RC_INVALID_EXTENT_LIST] = "Invalid Extent List",
+	};
+
+	return rc < sizeof(names) / sizeof(names[0]) && names[rc] ? names[rc] : "unknown";
+}
+
 /* CXL r3.1 8.2.8.4.5: dispatch, with the payload length rules of each command. */
 uint16_t vcxl_mbox_execute(struct vcxl_memdev *d, struct vcxl_mbox_cmd *c)
 {
@@ -495,6 +535,39 @@ static void memdev_status_read(void *opaque, struct vcxl_regfile *rf, uint32_t d
 		d->ops->refresh(d->opaque, d);
 }
 
+/* 8.2.8.1-2: the Capabilities Array Register (ID, count), then 16-byte
+ * headers (ID, offset from the block start, length). */
+int vcxl_devcap_find(vcxl_cfg_read32_fn rd, void *opaque, uint16_t id, uint32_t *off, uint32_t *len)
+{
+	uint32_t lo, hi, hid;
+	uint64_t arr;
+	unsigned count;
+	int rc;
+
+	if (!rd || !off)
+		return -EINVAL;
+	if ((rc = rd(opaque, 0, &lo)) || (rc = rd(opaque, 4, &hi)))
+		return rc;
+	arr = (uint64_t)hi << 32 | lo;
+	if (VCXL_FIELD_GET(CXLDEV_CAP_ARRAY_ID, arr) != CXLDEV_CAP_ARRAY_CAP_ID)
+		return -ENODEV;
+	count = (unsigned)VCXL_FIELD_GET(CXLDEV_CAP_ARRAY_COUNT, arr);
+	for (unsigned i = 0; i < count && i < VCXL_DEVCAP_MAX_WALK; i++) {
+		uint32_t h = CXLDEV_CAP_HDR_FIRST + i * CXLDEV_CAP_HDR_STRIDE;
+
+		if ((rc = rd(opaque, h, &hid)))
+			return rc;
+		if (VCXL_FIELD_GET(CXLDEV_CAP_HDR_ID, hid) != id)
+			continue;
+		if ((rc = rd(opaque, h + CXLDEV_CAP_HDR_OFFSET, off)))
+			return rc;
+		if (len && (rc = rd(opaque, h + CXLDEV_CAP_HDR_LENGTH, len)))
+			return rc;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 uint32_t vcxl_memdev_block_size(unsigned payload_shift)
 {
 	uint64_t end = VCXL_MDEV_MBOX_OFF + CXLDEV_MBOX_PAYLOAD + (1ull << payload_shift);
@@ -533,20 +606,25 @@ static int memdev_cap_array(struct vcxl_memdev *d)
 	return rc;
 }
 
-/* 8.2.8.4.3-8: Capabilities RO (no mailbox interrupts), Control's Doorbell,
+/* 8.2.8.4.3-8: Capabilities RO (no doorbell interrupt; the background
+ * completion interrupt with facts.bg_irq), Control's Doorbell (and Background
+ * Command Completion Interrupt when capable, reserved otherwise [spec]),
  * Command opcode and length RW, Status and Background Status RO, payload RW. */
 static int memdev_mailbox(struct vcxl_memdev *d)
 {
 	struct vcxl_regfile *rf = d->rf;
-	int rc = vcxl_rf_init_val(rf, mbox_reg(d, CXLDEV_MBOX_CAPS), 4,
-				  VCXL_FIELD_PREP(CXLDEV_MBOX_CAP_PAYLOAD_SIZE, d->payload_shift));
+	uint32_t caps = (uint32_t)VCXL_FIELD_PREP(CXLDEV_MBOX_CAP_PAYLOAD_SIZE, d->payload_shift);
+	uint32_t ctrl_rw = CXLDEV_MBOX_CTRL_DOORBELL;
+	int rc;
 
-	rc = rc
-		 ?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CTRL), 4, CXLDEV_MBOX_CTRL_DOORBELL,
-				   VCXL_RF_RW);
-	rc = rc
-		 ?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CTRL), 4,
-				   ~(uint32_t)CXLDEV_MBOX_CTRL_DOORBELL, VCXL_RF_RSVD);
+	if (d->facts.bg_irq) {
+		caps |= CXLDEV_MBOX_CAP_BG_CMD_IRQ |
+			(uint32_t)VCXL_FIELD_PREP(CXLDEV_MBOX_CAP_IRQ_MSGNUM, d->facts.mbox_msgnum);
+		ctrl_rw |= CXLDEV_MBOX_CTRL_BG_CMD_IRQ;
+	}
+	rc = vcxl_rf_init_val(rf, mbox_reg(d, CXLDEV_MBOX_CAPS), 4, caps);
+	rc = rc ?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CTRL), 4, ctrl_rw, VCXL_RF_RW);
+	rc = rc ?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CTRL), 4, ~ctrl_rw, VCXL_RF_RSVD);
 	rc =
 	    rc
 		?: vcxl_rf_define(rf, mbox_reg(d, CXLDEV_MBOX_CMD), 8,
@@ -572,6 +650,7 @@ int vcxl_memdev_layout(struct vcxl_memdev *d, struct vcxl_regfile *rf, uint32_t 
 	    payload_shift > CXLDEV_MBOX_PAYLOAD_MAX_SHIFT || base > rf->size ||
 	    vcxl_memdev_block_size(payload_shift) > rf->size - base ||
 	    (facts->lsa_size && !facts->lsa) ||
+	    facts->mbox_msgnum > VCXL_FIELD_GET(CXLDEV_MBOX_CAP_IRQ_MSGNUM, ~0u) ||
 	    (facts->volatile_bytes | facts->persistent_bytes) % CXL_CAPACITY_UNIT)
 		return -EINVAL;
 	*d = (struct vcxl_memdev){
@@ -656,4 +735,13 @@ void vcxl_memdev_bg_complete(struct vcxl_memdev *d)
 	if (d->bg_opcode == CXL_MBOX_OP_SCAN_MEDIA)
 		d->scan_valid = true;
 	d->bg_running = false;
+	/* 8.2.8.4.4: with Background Command Completion Interrupt set, completion
+	 * signals the Interrupt Message Number of Mailbox Capabilities (8.2.8.4.3);
+	 * with it clear, nothing is signalled (software polls). */
+	if (d->facts.bg_irq &&
+	    (vcxl_rf_get32(d->rf, mbox_reg(d, CXLDEV_MBOX_CTRL)) & CXLDEV_MBOX_CTRL_BG_CMD_IRQ)) {
+		d->bg_irqs++;
+		if (d->ops && d->ops->irq)
+			d->ops->irq(d->opaque, d, d->facts.mbox_msgnum);
+	}
 }

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* PCIe extended capability walk, DVSEC discovery and DVSEC headers. */
+/* PCI capability list and PCIe extended capability walks, DVSEC discovery and DVSEC headers. */
 #include <errno.h>
+#include <linux/pci_regs.h>
 
 #include "vcxl/cxl_spec.h"
 
 #define PCIE_CFG_SPACE_END 0x1000u
+/* Upper bound on the number of standard capabilities: one per dword. */
+#define PCI_CAP_MAX_WALK ((PCI_CAP_END - PCI_CAP_START) / 4)
 /* Upper bound on the number of extended capabilities: one per dword. */
 #define PCIE_EXT_CAP_MAX_WALK ((PCIE_CFG_SPACE_END - PCIE_EXT_CAP_START) / 4)
 
@@ -41,6 +44,41 @@ static int ext_cap_walk(vcxl_cfg_read32_fn rd, void *opaque, ext_cap_match_fn ma
 		if (next < PCIE_EXT_CAP_START || next >= PCIE_CFG_SPACE_END || (next & 3))
 			return -ELOOP;
 		off = next;
+	}
+	return -ELOOP;
+}
+
+/* PCI r3.0 6.7: Status bit 4 says there is a list; it starts at the
+ * Capabilities Pointer and every entry holds its ID and the next pointer. */
+int vcxl_pci_find_cap(vcxl_cfg_read32_fn rd, void *opaque, uint8_t id, uint32_t *off)
+{
+	uint32_t cmd_status, hdr, ptr;
+	int rc;
+
+	if (!rd || !off)
+		return -EINVAL;
+	rc = rd(opaque, PCI_COMMAND, &cmd_status);
+	if (rc)
+		return rc;
+	if (cmd_status == ~0u || !((cmd_status >> 16) & PCI_STATUS_CAP_LIST))
+		return -ENOENT;
+	rc = rd(opaque, PCI_CAPABILITY_LIST & ~3u, &ptr);
+	if (rc)
+		return rc;
+	ptr &= PCI_CAP_PTR_MASK;
+	for (unsigned n = 0; n < PCI_CAP_MAX_WALK; n++) {
+		if (ptr == 0)
+			return -ENOENT;
+		if (ptr < PCI_CAP_START || ptr >= PCI_CAP_END)
+			return -ELOOP;
+		rc = rd(opaque, ptr, &hdr);
+		if (rc)
+			return rc;
+		if (VCXL_FIELD_GET(PCI_CAP_HDR_ID_MASK, hdr) == id) {
+			*off = ptr;
+			return 0;
+		}
+		ptr = (uint32_t)VCXL_FIELD_GET(PCI_CAP_HDR_NEXT_MASK, hdr) & PCI_CAP_PTR_MASK;
 	}
 	return -ELOOP;
 }
@@ -129,4 +167,30 @@ void vcxl_regloc_decode(uint32_t lo, uint32_t hi, struct vcxl_regloc_entry *e)
 	e->bir = (uint8_t)VCXL_FIELD_GET(CXL_REGLOC_BIR, lo);
 	e->id = (uint8_t)VCXL_FIELD_GET(CXL_REGLOC_BLOCK_ID, lo);
 	e->offset = ((uint64_t)hi << 32) | (lo & CXL_REGLOC_OFFSET_LO);
+}
+
+/* CXL r3.1 8.1.9: the entries follow the DVSEC headers up to the DVSEC Length. */
+int vcxl_regloc_find(vcxl_cfg_read32_fn rd, void *opaque, uint8_t rbi, struct vcxl_regloc_entry *e)
+{
+	uint32_t rl, len, lo, hi;
+	int rc;
+
+	if (!rd || !e)
+		return -EINVAL;
+	rc = vcxl_pcie_find_dvsec(rd, opaque, CXL_VENDOR_ID, CXL_DVSEC_ID_REG_LOCATOR, &rl, &len);
+	if (rc)
+		return rc;
+	for (uint32_t k = 0; CXL_REGLOC_BLOCK_HI(k) + 4 <= len; k++) {
+		struct vcxl_regloc_entry ent;
+
+		if ((rc = rd(opaque, rl + CXL_REGLOC_BLOCK_LO(k), &lo)) ||
+		    (rc = rd(opaque, rl + CXL_REGLOC_BLOCK_HI(k), &hi)))
+			return rc;
+		vcxl_regloc_decode(lo, hi, &ent);
+		if (ent.id == rbi) {
+			*e = ent;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }

@@ -99,5 +99,7 @@ void model_type3_poll(struct vcxl_model *m);
 int model_bar2_layout(struct vcxl_model *m);
 void model_engine_reset(struct vcxl_model *m);
 void model_msix_update(struct vcxl_model *m);
+/* Raise MSI-X vector v: delivered if enabled and unmasked, else pending in the PBA. */
+void model_msix_raise(struct vcxl_model *m, unsigned v);
 
 #endif /* VCXL_MODEL_ACCEL_H */

@@ -35,8 +35,10 @@ static void msix_pending(struct vcxl_model *m, unsigned v, bool on)
 }
 
 /* A masked (or disabled) vector is remembered in the PBA and sent on unmask. */
-static void msix_raise(struct vcxl_model *m, unsigned v)
+void model_msix_raise(struct vcxl_model *m, unsigned v)
 {
+	if (v >= VCXL_MODEL_MSIX_VECTORS)
+		return;
 	if (msix_deliverable(m, v))
 		m->irq_fn(m->irq_opaque, VCXL_IRQ_MSIX, v);
 	else
@@ -185,7 +187,7 @@ static void engine_doorbell(void *opaque, struct vcxl_regfile *rf, uint32_t dw_o
 	m->jobs_done++;
 	vcxl_rf_set32(rf, ACCEL_REG_JOBS_DONE, (uint32_t)m->jobs_done);
 	if ((j.flags & ACCEL_JOBF_IRQ) && vector < VCXL_MODEL_MSIX_VECTORS)
-		msix_raise(m, vector);
+		model_msix_raise(m, vector);
 }
 
 static int engine_regs(struct vcxl_model *m)

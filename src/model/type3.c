@@ -11,7 +11,8 @@
  *    CXL reset (QEMU's type3 Capability 0x1E);
  *  - the Register Locator, which also lists the memory device registers
  *    (RBI 3) at BAR2 + 64 KiB: capability array, device status, primary
- *    mailbox, memory device status (src/cxl/mailbox.c);
+ *    mailbox, memory device status (src/cxl/mailbox.c); the mailbox signals
+ *    background command completion on an MSI-X vector when enabled;
  *  - BAR2 is 128 KiB and has no job engine (its registers read 0);
  *  - CDAT describes the memory as EFI conventional, specific purpose.
  * Media status follows Memory_Active: ready once the active delay has passed.
@@ -25,7 +26,8 @@
 #define T3_EVENT_LOG_SIZE 32
 #define T3_POISON_MAX	  256
 #define T3_TEMPERATURE_C  35
-/* Event interrupts use MSI-X vector 0 */
+/* Event interrupts use MSI-X vector 0; the mailbox's (background command
+ * completion) is VCXL_MODEL_T3_MBOX_MSGNUM */
 #define T3_EVENT_MSGNUM 0
 
 bool model_is_type3(const struct vcxl_model *m)
@@ -74,8 +76,16 @@ static void t3_refresh(void *opaque, struct vcxl_memdev *d)
 			      model_mem_active(m) ? CXLMDEV_MEDIA_READY : CXLMDEV_MEDIA_NOT_READY);
 }
 
+/* CXL r3.1 8.2.8.4.3: for MSI-X the Interrupt Message Number is the table
+ * entry; the model's MSI-X path delivers it or holds it pending (masked). */
+static void t3_mbox_irq(void *opaque, struct vcxl_memdev *d, unsigned msgnum)
+{
+	model_msix_raise(opaque, msgnum);
+}
+
 static const struct vcxl_memdev_ops t3_ops = {
     .refresh = t3_refresh,
+    .irq = t3_mbox_irq,
 };
 
 int model_type3_layout(struct vcxl_model *m)
@@ -88,6 +98,8 @@ int model_type3_layout(struct vcxl_model *m)
 	    .poison_max = T3_POISON_MAX,
 	    .event_log_size = T3_EVENT_LOG_SIZE,
 	    .event_msgnum = T3_EVENT_MSGNUM,
+	    .bg_irq = true,
+	    .mbox_msgnum = VCXL_MODEL_T3_MBOX_MSGNUM,
 	    .temperature_c = T3_TEMPERATURE_C,
 	};
 	size_t n = strlen(VCXL_MODEL_T3_FW_REVISION);

@@ -7,27 +7,35 @@
  *   vcxl commit SOCKET --decoder N --base ADDR --size SIZE
  *   vcxl decommit SOCKET --decoder N
  *   vcxl memtest SOCKET [--size SIZE]
+ *   vcxl mbox SOCKET --opcode OP [--in HEX] [--irq] [--timeout MS] [--json]
+ *                                    one raw CXL mailbox command (memory devices)
  *   vcxl reset SOCKET
  */
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <linux/pci_regs.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "vcxl/client.h"
+#include "vcxl/cxl_mbox.h"
 #include "vcxl/cxl_regs.h"
 #include "vcxl/cxl_spec.h"
 #include "vcxl/server.h"
 #include "lspci.h"
 
-#define CFG_SIZE       4096
-#define COMMIT_POLL_MS 1000
+#define CFG_SIZE	    4096
+#define COMMIT_POLL_MS	    1000
+#define MBOX_TIMEOUT_MS	    5000
+#define MBOX_TIMEOUT_MAX_MS 3600000
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -54,8 +62,15 @@ static void usage(FILE *f)
 	    "                            program and commit an HDM decoder like Linux does\n"
 	    "  decommit SOCKET --decoder N\n"
 	    "  memtest SOCKET [--size SIZE]  pattern test of the CXL region (mmap + REGION_READ)\n"
+	    "  mbox SOCKET --opcode OP [--in HEX] [--irq] [--timeout MS] [--json]\n"
+	    "                            one CXL mailbox command (memory device registers);\n"
+	    "                            --in: input payload bytes in order (\"1122ff\");\n"
+	    "                            a background command is waited for by polling, or\n"
+	    "                            with --irq on the mailbox's MSI-X vector\n"
+	    "                            (default timeout %d ms)\n"
 	    "  reset SOCKET              DEVICE_RESET\n"
-	    "SIZE and ADDR take K/M/G/T suffixes.\n");
+	    "SIZE and ADDR take K/M/G/T suffixes; OP is 0x4000 or decimal.\n",
+	    MBOX_TIMEOUT_MS);
 }
 
 struct ctx {
@@ -679,6 +694,506 @@ static int cmd_memtest(struct ctx *x, uint64_t size)
 	return 0;
 }
 
+/* ---- raw mailbox commands (CXL r3.1 8.2.8.4) ------------------------- */
+
+#define MBOX_HEX_PER_LINE 16
+
+/* Dwords of a register block in a BAR, for the spec layer's walkers. */
+struct bar_window {
+	struct ctx *x;
+	unsigned bar;
+	uint64_t base;
+};
+
+static int bar_window_read32(void *opaque, uint32_t off, uint32_t *val)
+{
+	const struct bar_window *w = opaque;
+
+	return vcxl_client_read32(w->x->c, w->bar, w->base + off, val);
+}
+
+struct mbox {
+	unsigned bar;
+	uint64_t blk; /* memory device register block, in the BAR */
+	uint64_t mb;  /* Primary Mailbox capability, in the BAR */
+	uint64_t md;  /* Memory Device capability, in the BAR; 0 if absent */
+	uint32_t caps;
+	size_t payload;
+};
+
+static int mb_rd32(struct ctx *x, const struct mbox *m, uint32_t reg, uint32_t *v)
+{
+	return vcxl_client_read32(x->c, m->bar, m->mb + reg, v);
+}
+
+static int mb_wr32(struct ctx *x, const struct mbox *m, uint32_t reg, uint32_t v)
+{
+	return vcxl_client_write32(x->c, m->bar, m->mb + reg, v);
+}
+
+static int mb_rd64(struct ctx *x, const struct mbox *m, uint32_t reg, uint64_t *v)
+{
+	return vcxl_client_read64(x->c, m->bar, m->mb + reg, v);
+}
+
+/* CXL r3.1 8.1.9 and 8.2.8.1-2: the Register Locator's memory device block
+ * (RBI 3), then the Primary Mailbox in that block's capability array. */
+static int find_mailbox(struct ctx *x, uint8_t *cfg, struct mbox *m)
+{
+	struct vcxl_regloc_entry e;
+	struct bar_window w;
+	uint32_t off = 0, len = 0, shift;
+	int rc = vcxl_regloc_find(cfg_buf_read32, cfg, CXL_REGLOC_RBI_MEMDEV, &e);
+
+	if (rc == -ENOENT)
+		return fail("no memory device registers: the Register Locator lists no block "
+			    "with identifier 3 (not a CXL memory device)");
+	if (rc)
+		return fail("Register Locator: %s", strerror(-rc));
+	if (e.bir >= VFIO_PCI_ROM_REGION_INDEX)
+		return fail("memory device registers: BIR %u is not a BAR", e.bir);
+	w = (struct bar_window){x, e.bir, e.offset};
+	rc = vcxl_devcap_find(bar_window_read32, &w, CXLDEV_CAP_ID_PRIMARY_MBOX, &off, &len);
+	if (rc == -ENODEV)
+		return fail("BAR%u + 0x%llx: no device capabilities array", e.bir,
+			    (unsigned long long)e.offset);
+	if (rc == -ENOENT)
+		return fail("BAR%u + 0x%llx: no Primary Mailbox in the device capabilities array",
+			    e.bir, (unsigned long long)e.offset);
+	if (rc)
+		return fail("BAR%u + 0x%llx: %s", e.bir, (unsigned long long)e.offset,
+			    strerror(-rc));
+	if (len < CXLDEV_MBOX_PAYLOAD)
+		return fail("Primary Mailbox capability is %u bytes, less than its registers", len);
+	*m = (struct mbox){.bar = e.bir, .blk = e.offset, .mb = e.offset + off};
+	if (!vcxl_devcap_find(bar_window_read32, &w, CXLDEV_CAP_ID_MEMDEV, &off, NULL))
+		m->md = e.offset + off;
+	rc = mb_rd32(x, m, CXLDEV_MBOX_CAPS, &m->caps);
+	if (rc)
+		return fail("Mailbox Capabilities read: %s", strerror(-rc));
+	/* 8.2.8.4.3: Payload Size is log2 of the bytes, 8 (256 B) to 20 (1 MiB) */
+	shift = (uint32_t)VCXL_FIELD_GET(CXLDEV_MBOX_CAP_PAYLOAD_SIZE, m->caps);
+	if (shift < CXLDEV_MBOX_PAYLOAD_MIN_SHIFT || shift > CXLDEV_MBOX_PAYLOAD_MAX_SHIFT)
+		return fail("Mailbox Capabilities 0x%08x: payload size 2^%u is out of range",
+			    m->caps, shift);
+	m->payload = (size_t)1 << shift;
+	if (m->payload > len - CXLDEV_MBOX_PAYLOAD)
+		m->payload = len - CXLDEV_MBOX_PAYLOAD;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+#define HEX_SEPARATORS " :-,"
+
+/* --in: the payload bytes in order, two hex digits each; ' ', ':', '-' or
+ * ',' may separate bytes. */
+static int parse_hex(const char *s, uint8_t **out, size_t *len)
+{
+	size_t n = 0;
+	uint8_t *b = malloc(strlen(s) / 2 + 1);
+
+	if (!b)
+		return fail("out of memory");
+	for (const char *p = s; *p;) {
+		int hi, lo;
+
+		if (strchr(HEX_SEPARATORS, *p)) {
+			p++;
+			continue;
+		}
+		hi = hexval(p[0]);
+		if (hi < 0) {
+			free(b);
+			return fail("--in '%s': '%c' is not a hex digit", s, p[0]);
+		}
+		if (!p[1] || strchr(HEX_SEPARATORS, p[1])) {
+			free(b);
+			return fail("--in '%s': odd number of hex digits (give whole bytes)", s);
+		}
+		lo = hexval(p[1]);
+		if (lo < 0) {
+			free(b);
+			return fail("--in '%s': '%c' is not a hex digit", s, p[1]);
+		}
+		b[n++] = (uint8_t)(hi << 4 | lo);
+		p += 2;
+	}
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+static char *hex_string(const uint8_t *p, size_t n)
+{
+	char *s = malloc(2 * n + 1);
+
+	for (size_t i = 0; s && i < n; i++)
+		snprintf(s + 2 * i, 3, "%02x", p[i]);
+	if (s)
+		s[2 * n] = 0;
+	return s;
+}
+
+static void hex_dump(const uint8_t *p, size_t n)
+{
+	for (size_t o = 0; o < n; o += MBOX_HEX_PER_LINE) {
+		size_t k = n - o < MBOX_HEX_PER_LINE ? n - o : MBOX_HEX_PER_LINE;
+
+		printf("  %04zx:", o);
+		for (size_t i = 0; i < MBOX_HEX_PER_LINE; i++) {
+			if (i < k)
+				printf(" %02x", p[o + i]);
+			else
+				printf("   ");
+		}
+		printf("  |");
+		for (size_t i = 0; i < k; i++)
+			putchar(p[o + i] >= 0x20 && p[o + i] < 0x7f ? p[o + i] : '.');
+		printf("|\n");
+	}
+}
+
+/* --irq: what was changed to get the completion interrupt, undone in reverse. */
+struct mbox_irq {
+	int efd;
+	unsigned vector;
+	uint32_t msix;	   /* MSI-X capability offset */
+	uint16_t msix_ctl; /* Message Control as found */
+	bool msix_set, armed, ctrl_set;
+};
+
+/*
+ * Before the command, as a driver does: CXL r3.1 8.2.8.4.3 Background Command
+ * Complete Interrupt Capable and the Interrupt Message Number (for MSI-X, the
+ * table entry); MSI-X enabled in config space (PCI r3.0 6.8.2.3), the vector's
+ * eventfd armed with SET_IRQS (as QEMU's vfio-user-pci does on enable), then
+ * 8.2.8.4.4 Background Command Completion Interrupt set in Mailbox Control.
+ */
+static int irq_setup(struct ctx *x, const uint8_t *cfg, const struct mbox *m, struct mbox_irq *q)
+{
+	uint32_t count = 0, flags = 0, ctrl;
+	uint16_t ctl;
+	unsigned nvec;
+	uint64_t junk;
+	int rc;
+
+	if (!(m->caps & CXLDEV_MBOX_CAP_BG_CMD_IRQ))
+		return fail("--irq: the mailbox cannot interrupt on background completion "
+			    "(Mailbox Capabilities 0x%08x); leave out --irq to poll",
+			    m->caps);
+	q->vector = (unsigned)VCXL_FIELD_GET(CXLDEV_MBOX_CAP_IRQ_MSGNUM, m->caps);
+	if (vcxl_pci_find_cap(cfg_buf_read32, (void *)cfg, PCI_CAP_ID_MSIX, &q->msix))
+		return fail("--irq: no MSI-X capability in config space");
+	memcpy(&ctl, cfg + q->msix + PCI_MSIX_FLAGS, 2);
+	nvec = (ctl & PCI_MSIX_FLAGS_QSIZE) + 1u;
+	rc = vcxl_client_irq_info(x->c, VFIO_PCI_MSIX_IRQ_INDEX, &count, &flags);
+	if (rc)
+		return fail("--irq: IRQ_INFO MSI-X: %s", strerror(-rc));
+	if (q->vector >= nvec || q->vector >= count || !(flags & VFIO_IRQ_INFO_EVENTFD))
+		return fail("--irq: interrupt message number %u, but MSI-X has %u vector%s (%u "
+			    "with eventfds)",
+			    q->vector, nvec, nvec == 1 ? "" : "s",
+			    flags & VFIO_IRQ_INFO_EVENTFD ? count : 0);
+	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->efd < 0)
+		return fail("eventfd: %s", strerror(errno));
+	q->msix_ctl = ctl;
+	ctl = (uint16_t)((ctl | PCI_MSIX_FLAGS_ENABLE) & ~PCI_MSIX_FLAGS_MASKALL);
+	rc = vcxl_client_region_write(x->c, VFIO_PCI_CONFIG_REGION_INDEX, q->msix + PCI_MSIX_FLAGS,
+				      &ctl, 2);
+	if (rc)
+		return fail("--irq: enabling MSI-X: %s", strerror(-rc));
+	q->msix_set = true;
+	rc = vcxl_client_set_irqs(x->c, VFIO_PCI_MSIX_IRQ_INDEX,
+				  VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+				  q->vector, 1, &q->efd, 1, NULL);
+	if (rc)
+		return fail("--irq: SET_IRQS MSI-X vector %u: %s", q->vector, strerror(-rc));
+	q->armed = true;
+	rc = mb_rd32(x, m, CXLDEV_MBOX_CTRL, &ctrl);
+	rc = rc ? rc
+		: mb_wr32(x, m, CXLDEV_MBOX_CTRL,
+			  (ctrl & ~CXLDEV_MBOX_CTRL_DOORBELL) | CXLDEV_MBOX_CTRL_BG_CMD_IRQ);
+	if (rc)
+		return fail("--irq: Mailbox Control: %s", strerror(-rc));
+	q->ctrl_set = true;
+	/* whatever was pending before the command is not its completion */
+	while (read(q->efd, &junk, sizeof(junk)) == sizeof(junk))
+		;
+	return 0;
+}
+
+/* Leave the device as found: interrupt enable off, eventfd gone, MSI-X back. */
+static void irq_teardown(struct ctx *x, const struct mbox *m, struct mbox_irq *q)
+{
+	uint32_t ctrl;
+
+	if (q->ctrl_set && !mb_rd32(x, m, CXLDEV_MBOX_CTRL, &ctrl))
+		mb_wr32(x, m, CXLDEV_MBOX_CTRL,
+			ctrl & ~(CXLDEV_MBOX_CTRL_BG_CMD_IRQ | CXLDEV_MBOX_CTRL_DOORBELL));
+	if (q->armed)
+		vcxl_client_set_irqs(x->c, VFIO_PCI_MSIX_IRQ_INDEX,
+				     VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 0,
+				     NULL, 0, NULL);
+	if (q->msix_set)
+		vcxl_client_region_write(x->c, VFIO_PCI_CONFIG_REGION_INDEX,
+					 q->msix + PCI_MSIX_FLAGS, &q->msix_ctl, 2);
+	if (q->efd >= 0)
+		close(q->efd);
+	q->efd = -1;
+	q->msix_set = q->armed = q->ctrl_set = false;
+}
+
+/* Wait for the eventfd, answering server requests (DMA) meanwhile. */
+static int irq_wait(struct ctx *x, struct mbox_irq *q, int64_t deadline)
+{
+	struct pollfd p[2] = {{.fd = q->efd, .events = POLLIN},
+			      {.fd = vcxl_client_fd(x->c), .events = POLLIN}};
+	uint64_t v;
+	int rc = vcxl_client_poll(x->c, 0);
+
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		int64_t left = deadline - now_ms();
+
+		if (read(q->efd, &v, sizeof(v)) == sizeof(v))
+			return 0;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		rc = poll(p, 2, (int)left);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return -errno;
+		if (p[0].revents & POLLIN)
+			continue;
+		if (p[1].revents & POLLIN) {
+			rc = vcxl_client_poll(x->c, 0);
+			if (rc < 0)
+				return rc;
+		} else if (p[1].revents & (POLLHUP | POLLERR)) {
+			return -ECONNRESET;
+		}
+	}
+}
+
+struct mbox_res {
+	uint16_t rc;
+	size_t out_len; /* as the Command register says */
+	uint8_t *out;	/* out_len bytes, at most the payload */
+	bool bg;	/* a background command was waited for */
+	uint16_t bg_opcode, bg_rc;
+	unsigned bg_pct;
+	int64_t bg_ms;
+};
+
+/* CXL r3.1 8.2.8.4.7: the background command ended when Background Operation
+ * clears; Background Command Status then holds its opcode, 100 % and rc. */
+static int bg_wait_poll(struct ctx *x, const struct mbox *m, int64_t deadline)
+{
+	uint64_t st;
+	int rc;
+
+	for (;;) {
+		rc = mb_rd64(x, m, CXLDEV_MBOX_STATUS, &st);
+		if (rc)
+			return rc;
+		if (!(st & CXLDEV_MBOX_STATUS_BG_OP))
+			return 0;
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		vcxl_client_poll(x->c, 0);
+		usleep(1000);
+	}
+}
+
+/* CXL r3.1 8.2.8.4.4 steps 1-8, the way cxl_pci sends a command: doorbell
+ * clear, payload, Command, doorbell; poll the doorbell, then Status, Command
+ * (output length) and the output payload. */
+static int mbox_send(struct ctx *x, const struct mbox *m, uint16_t opcode, const uint8_t *in,
+		     size_t in_len, int timeout_ms, struct mbox_res *r, int64_t *t_ring)
+{
+	uint64_t cmd, st;
+	uint32_t ctrl;
+	int64_t deadline;
+	int rc = mb_rd32(x, m, CXLDEV_MBOX_CTRL, &ctrl);
+
+	if (rc)
+		return fail("Mailbox Control read: %s", strerror(-rc));
+	if (ctrl & CXLDEV_MBOX_CTRL_DOORBELL)
+		return fail("mailbox busy: the doorbell is set (another command in flight)");
+	if (in_len)
+		rc =
+		    vcxl_client_region_write(x->c, m->bar, m->mb + CXLDEV_MBOX_PAYLOAD, in, in_len);
+	cmd = VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_OPCODE, opcode) |
+	      VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_PAYLOAD_LEN, in_len);
+	rc = rc ? rc : vcxl_client_write64(x->c, m->bar, m->mb + CXLDEV_MBOX_CMD, cmd);
+	*t_ring = now_ms();
+	rc = rc ? rc : mb_wr32(x, m, CXLDEV_MBOX_CTRL, ctrl | CXLDEV_MBOX_CTRL_DOORBELL);
+	if (rc)
+		return fail("sending opcode 0x%04x: %s", opcode, strerror(-rc));
+	deadline = *t_ring + timeout_ms;
+	for (;;) {
+		rc = mb_rd32(x, m, CXLDEV_MBOX_CTRL, &ctrl);
+		if (rc)
+			return fail("Mailbox Control read: %s", strerror(-rc));
+		if (!(ctrl & CXLDEV_MBOX_CTRL_DOORBELL))
+			break;
+		if (now_ms() > deadline)
+			return fail("opcode 0x%04x: doorbell still set after %d ms", opcode,
+				    timeout_ms);
+		usleep(1000);
+	}
+	rc = mb_rd64(x, m, CXLDEV_MBOX_STATUS, &st);
+	rc = rc ? rc : vcxl_client_read64(x->c, m->bar, m->mb + CXLDEV_MBOX_CMD, &cmd);
+	if (rc)
+		return fail("Mailbox Status read: %s", strerror(-rc));
+	r->rc = (uint16_t)VCXL_FIELD_GET(CXLDEV_MBOX_STATUS_RC, st);
+	r->out_len = (size_t)VCXL_FIELD_GET(CXLDEV_MBOX_CMD_PAYLOAD_LEN, cmd);
+	if (r->out_len > m->payload)
+		return fail("opcode 0x%04x: output length %zu exceeds the %zu-byte payload", opcode,
+			    r->out_len, m->payload);
+	r->out = calloc(1, r->out_len + 1);
+	if (!r->out)
+		return fail("out of memory");
+	if (r->out_len) {
+		rc = vcxl_client_region_read(x->c, m->bar, m->mb + CXLDEV_MBOX_PAYLOAD, r->out,
+					     r->out_len);
+		if (rc)
+			return fail("payload read: %s", strerror(-rc));
+	}
+	return 0;
+}
+
+static void mbox_print(const struct mbox *m, uint16_t opcode, const struct mbox_res *r, bool irq,
+		       unsigned vector, bool json)
+{
+	if (json) {
+		struct json_object *root = json_object_new_object();
+		char *hex = hex_string(r->out, r->out_len);
+
+		json_object_object_add(root, "bar", json_object_new_int((int)m->bar));
+		json_object_object_add(root, "mailbox", json_object_new_int64((int64_t)m->mb));
+		json_object_object_add(root, "opcode", json_object_new_int(opcode));
+		json_object_object_add(root, "name",
+				       json_object_new_string(vcxl_mbox_opcode_name(opcode)));
+		json_object_object_add(root, "rc", json_object_new_int(r->rc));
+		json_object_object_add(root, "rc_name",
+				       json_object_new_string(vcxl_mbox_rc_name(r->rc)));
+		json_object_object_add(root, "out_len", json_object_new_int64((int64_t)r->out_len));
+		json_object_object_add(root, "out", json_object_new_string(hex ? hex : ""));
+		if (r->bg) {
+			struct json_object *b = json_object_new_object();
+
+			json_object_object_add(b, "opcode", json_object_new_int(r->bg_opcode));
+			json_object_object_add(b, "rc", json_object_new_int(r->bg_rc));
+			json_object_object_add(b, "rc_name",
+					       json_object_new_string(vcxl_mbox_rc_name(r->bg_rc)));
+			json_object_object_add(b, "percent", json_object_new_int((int)r->bg_pct));
+			json_object_object_add(b, "completion",
+					       json_object_new_string(irq ? "msix" : "poll"));
+			if (irq)
+				json_object_object_add(b, "vector",
+						       json_object_new_int((int)vector));
+			json_object_object_add(b, "ms", json_object_new_int64(r->bg_ms));
+			json_object_object_add(root, "background", b);
+		}
+		printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY));
+		json_object_put(root);
+		free(hex);
+		return;
+	}
+	printf("mailbox at BAR%u + 0x%llx: opcode 0x%04x (%s): rc=0x%04x %s, %zu output byte%s\n",
+	       m->bar, (unsigned long long)m->mb, opcode, vcxl_mbox_opcode_name(opcode), r->rc,
+	       vcxl_mbox_rc_name(r->rc), r->out_len, r->out_len == 1 ? "" : "s");
+	hex_dump(r->out, r->out_len);
+	if (!r->bg)
+		return;
+	if (irq)
+		printf("background command 0x%04x complete: rc=0x%04x %s (MSI-X vector %u fired "
+		       "after %lld ms)\n",
+		       r->bg_opcode, r->bg_rc, vcxl_mbox_rc_name(r->bg_rc), vector,
+		       (long long)r->bg_ms);
+	else
+		printf("background command 0x%04x complete: rc=0x%04x %s (%u %%, polled for %lld "
+		       "ms)\n",
+		       r->bg_opcode, r->bg_rc, vcxl_mbox_rc_name(r->bg_rc), r->bg_pct,
+		       (long long)r->bg_ms);
+}
+
+/* vcxl mbox: one command; background commands are waited for by polling the
+ * Status register or, with --irq, on the mailbox's MSI-X vector. */
+static int cmd_mbox(struct ctx *x, uint16_t opcode, const uint8_t *in, size_t in_len, bool irq,
+		    int timeout_ms, bool json)
+{
+	uint8_t cfg[CFG_SIZE];
+	struct mbox m;
+	struct mbox_irq q = {.efd = -1};
+	struct mbox_res r = {0};
+	int64_t t_ring = 0, deadline;
+	uint64_t v = 0;
+	int rc;
+
+	if (read_config(x, cfg) || find_mailbox(x, cfg, &m))
+		return 1;
+	if (m.md && !vcxl_client_read64(x->c, m.bar, m.md + CXLMDEV_STATUS, &v) &&
+	    !(v & CXLMDEV_STATUS_MBOX_READY))
+		return fail("mailbox interface not ready (Memory Device Status 0x%016llx)",
+			    (unsigned long long)v);
+	if (in_len > m.payload)
+		return fail("--in: %zu bytes, the mailbox payload holds %zu", in_len, m.payload);
+	if (irq && irq_setup(x, cfg, &m, &q)) {
+		irq_teardown(x, &m, &q);
+		return 1;
+	}
+	rc = mbox_send(x, &m, opcode, in, in_len, timeout_ms, &r, &t_ring);
+	if (!rc && r.rc == CXL_MBOX_RC_BACKGROUND) {
+		deadline = t_ring + timeout_ms;
+		rc = irq ? irq_wait(x, &q, deadline) : bg_wait_poll(x, &m, deadline);
+		r.bg_ms = now_ms() - t_ring;
+		rc = rc ? rc : mb_rd64(x, &m, CXLDEV_MBOX_BG_STATUS, &v);
+		if (rc == -ETIMEDOUT)
+			rc = fail("background command 0x%04x: no completion %s within %d ms",
+				  opcode, irq ? "interrupt" : "(Background Operation still set)",
+				  timeout_ms);
+		else if (rc)
+			rc = fail("background command 0x%04x: %s", opcode, strerror(-rc));
+		else {
+			r.bg = true;
+			r.bg_opcode = (uint16_t)VCXL_FIELD_GET(CXLDEV_MBOX_BG_OPCODE, v);
+			r.bg_pct = (unsigned)VCXL_FIELD_GET(CXLDEV_MBOX_BG_PCT, v);
+			r.bg_rc = (uint16_t)VCXL_FIELD_GET(CXLDEV_MBOX_BG_RC, v);
+			if (irq && !mb_rd64(x, &m, CXLDEV_MBOX_STATUS, &v) &&
+			    (v & CXLDEV_MBOX_STATUS_BG_OP))
+				rc = fail("background command 0x%04x: interrupt fired but "
+					  "Background Operation is still set",
+					  opcode);
+		}
+	}
+	if (irq)
+		irq_teardown(x, &m, &q);
+	if (!rc) {
+		mbox_print(&m, opcode, &r, irq, q.vector, json);
+		if (r.bg)
+			rc = r.bg_rc != CXL_MBOX_RC_SUCCESS;
+		else
+			rc = r.rc != CXL_MBOX_RC_SUCCESS;
+	}
+	free(r.out);
+	return rc;
+}
+
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
 {
 	if (vcxl_parse_size(s, v))
@@ -689,13 +1204,21 @@ static int parse_u64(const char *opt, const char *s, uint64_t *v)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"json", no_argument, NULL, 'j'},	    {"decoder", required_argument, NULL, 'd'},
-	    {"base", required_argument, NULL, 'b'}, {"size", required_argument, NULL, 's'},
-	    {"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},	      {"decoder", required_argument, NULL, 'd'},
+	    {"base", required_argument, NULL, 'b'},   {"size", required_argument, NULL, 's'},
+	    {"opcode", required_argument, NULL, 'o'}, {"in", required_argument, NULL, 'i'},
+	    {"irq", no_argument, NULL, 'q'},	      {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	const char *cmd, *sock;
 	bool json = false, have_dec = false, have_base = false, have_size = false;
+	bool have_op = false, irq = false;
 	uint64_t base = 0, size = 0, dec = 0;
+	unsigned long opcode = 0, timeout = MBOX_TIMEOUT_MS;
+	const char *in_arg = NULL;
+	uint8_t *in = NULL;
+	size_t in_len = 0;
+	char *end;
 	struct ctx x;
 	int ch, rc;
 
@@ -705,7 +1228,7 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "jd:b:s:h", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "jd:b:s:o:i:qt:h", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = true;
@@ -725,6 +1248,28 @@ int main(int argc, char **argv)
 				return 1;
 			have_size = true;
 			break;
+		case 'o':
+			errno = 0;
+			opcode = strtoul(optarg, &end,
+					 optarg[0] == '0' && (optarg[1] | 0x20) == 'x' ? 16 : 10);
+			if (errno || end == optarg || *end || opcode > 0xffff || *optarg == '-')
+				return fail("invalid --opcode '%s' (0 to 0xffff)", optarg);
+			have_op = true;
+			break;
+		case 'i':
+			in_arg = optarg;
+			break;
+		case 'q':
+			irq = true;
+			break;
+		case 't':
+			errno = 0;
+			timeout = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || !timeout ||
+			    timeout > MBOX_TIMEOUT_MAX_MS || *optarg == '-')
+				return fail("invalid --timeout '%s' (1 to %d ms)", optarg,
+					    MBOX_TIMEOUT_MAX_MS);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -740,14 +1285,20 @@ int main(int argc, char **argv)
 		return fail("%s: unexpected argument '%s'", cmd, argv[optind + 1]);
 	if (strcmp(cmd, "info") && strcmp(cmd, "lspci") && strcmp(cmd, "hdm") &&
 	    strcmp(cmd, "commit") && strcmp(cmd, "decommit") && strcmp(cmd, "memtest") &&
-	    strcmp(cmd, "reset"))
+	    strcmp(cmd, "mbox") && strcmp(cmd, "reset"))
 		return fail("unknown command '%s' (see vcxl --help)", cmd);
+	if (!strcmp(cmd, "mbox") && !have_op)
+		return fail("mbox needs --opcode OP");
+	if (in_arg && parse_hex(in_arg, &in, &in_len))
+		return 1;
 	if (!strcmp(cmd, "commit") && (!have_dec || !have_base || !have_size))
 		return fail("commit needs --decoder N --base ADDR --size SIZE");
 	if (!strcmp(cmd, "decommit") && !have_dec)
 		return fail("decommit needs --decoder N");
-	if (ctx_open(&x, sock))
+	if (ctx_open(&x, sock)) {
+		free(in);
 		return 1;
+	}
 	if (!strcmp(cmd, "info"))
 		rc = cmd_info(&x, json);
 	else if (!strcmp(cmd, "lspci"))
@@ -760,6 +1311,8 @@ int main(int argc, char **argv)
 		rc = cmd_decommit(&x, (unsigned)dec);
 	else if (!strcmp(cmd, "memtest"))
 		rc = cmd_memtest(&x, have_size ? size : 0);
+	else if (!strcmp(cmd, "mbox"))
+		rc = cmd_mbox(&x, (uint16_t)opcode, in, in_len, irq, (int)timeout, json);
 	else {
 		rc = vcxl_client_reset(x.c);
 		if (rc)
@@ -768,5 +1321,6 @@ int main(int argc, char **argv)
 			printf("device reset\n");
 	}
 	vcxl_client_close(x.c);
+	free(in);
 	return rc;
 }

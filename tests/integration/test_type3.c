@@ -6,11 +6,17 @@
  * component block, the mailbox works through BAR2 region accesses (Identify,
  * Get Partition Info, an unsupported opcode), Memory Device Status reports
  * media ready, the guest's virtual decoders reset HOSTONLY and commit with it,
- * and the server logs the guest's commits and decommits. Also: a region
- * smaller than the device is refused, --model accel is the accelerator, and a
- * bad --model value is a usage error.
+ * and the server logs the guest's commits and decommits. `vcxl mbox` sends raw
+ * commands (Identify, an unknown opcode, Scan Media completing by MSI-X or by
+ * polling, bad input) and leaves the device as found; without the background
+ * completion interrupt enable the device signals no eventfd. Also: a region
+ * smaller than the device is refused, --model accel is the accelerator (and
+ * has no mailbox for `vcxl mbox`), and a bad --model value is a usage error.
  */
+#include <json-c/json.h>
 #include <linux/pci_regs.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 
 #include "tap.h"
 #include "integration/harness.h"
@@ -102,10 +108,11 @@ static uint64_t devcap(struct vcxl_client *c, uint64_t blk, uint16_t id)
 }
 
 /* CXL r3.1 8.2.8.4: one mailbox command the way cxl_pci sends it: payload,
- * Command, doorbell; poll the doorbell; Status. Returns the return code (or
- * -errno), output bytes in out (up to *out_len, updated). */
-static int mbox_cmd(struct vcxl_client *c, uint64_t mb, uint16_t op, const void *in, size_t in_len,
-		    void *out, size_t *out_len)
+ * Command, doorbell (with ctrl_bits of Mailbox Control kept); poll the
+ * doorbell; Status. Returns the return code (or -errno), output bytes in out
+ * (up to *out_len, updated). */
+static int mbox_cmd_ctrl(struct vcxl_client *c, uint64_t mb, uint16_t op, const void *in,
+			 size_t in_len, void *out, size_t *out_len, uint32_t ctrl_bits)
 {
 	uint64_t st = 0, cmd = 0;
 	uint32_t ctrl = 0;
@@ -117,7 +124,8 @@ static int mbox_cmd(struct vcxl_client *c, uint64_t mb, uint16_t op, const void 
 	cmd = VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_OPCODE, op) |
 	      VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_PAYLOAD_LEN, in_len);
 	if ((rc = vcxl_client_write64(c, BAR2, mb + CXLDEV_MBOX_CMD, cmd)) ||
-	    (rc = vcxl_client_write32(c, BAR2, mb + CXLDEV_MBOX_CTRL, CXLDEV_MBOX_CTRL_DOORBELL)))
+	    (rc = vcxl_client_write32(c, BAR2, mb + CXLDEV_MBOX_CTRL,
+				      ctrl_bits | CXLDEV_MBOX_CTRL_DOORBELL)))
 		return rc;
 	for (tries = 0; tries < 100; tries++) {
 		if ((rc = vcxl_client_read32(c, BAR2, mb + CXLDEV_MBOX_CTRL, &ctrl)))
@@ -140,6 +148,12 @@ static int mbox_cmd(struct vcxl_client *c, uint64_t mb, uint16_t op, const void 
 		*out_len = n;
 	}
 	return (int)VCXL_FIELD_GET(CXLDEV_MBOX_STATUS_RC, st);
+}
+
+static int mbox_cmd(struct vcxl_client *c, uint64_t mb, uint16_t op, const void *in, size_t in_len,
+		    void *out, size_t *out_len)
+{
+	return mbox_cmd_ctrl(c, mb, op, in, in_len, out, out_len, 0);
 }
 
 static uint64_t le64(const uint8_t *p)
@@ -247,6 +261,245 @@ static void test_decoder(struct harness *h, struct vcxl_client *c,
 	   "server log: the guest's decommit");
 }
 
+/* ---- vcxl mbox ----------------------------------------------------------- */
+
+/* Scan Media input (CXL r3.1 8.2.9.9.4.5): DPA 0, one 64-byte unit, flags 0 */
+#define SCAN_IN                                                                                    \
+	"0000000000000000"                                                                         \
+	"0100000000000000"                                                                         \
+	"00"
+
+/* Run the CLI (stdout and stderr together): its exit status, or -1. */
+static int run_cli(const char *cli, const char *args, char *out, size_t len)
+{
+	char cmd[8192];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", cli, args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int64_t jint(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
+}
+
+static const char *jstr(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
+}
+
+static bool one_error_line(const char *out, const char *needle)
+{
+	const char *nl = strchr(out, '\n');
+
+	return !strncmp(out, "vcxl: ", 6) && strstr(out, needle) && nl && !nl[1];
+}
+
+static void test_cli_mbox(const struct harness *h)
+{
+	static char out[1 << 16], args[8192];
+	struct json_object *j, *bg;
+	int rc;
+
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4000", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc == 0 && strstr(out, "rc=0x0000 Success") && strstr(out, "69 output bytes") &&
+	       strstr(out, "|vcxl-t3 0.1"),
+	   "vcxl mbox Identify: exit 0, Success, 69 bytes, firmware revision in the dump (rc %d)",
+	   rc);
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4000 --json", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	j = json_tokener_parse(out);
+	ok(rc == 0 && j && jint(j, "rc") == CXL_MBOX_RC_SUCCESS &&
+	       jint(j, "out_len") == CXL_IDENTIFY_SIZE &&
+	       strlen(jstr(j, "out")) == 2 * CXL_IDENTIFY_SIZE &&
+	       !strncmp(jstr(j, "out"), "7663786c2d7433", 14) &&
+	       !strcmp(jstr(j, "name"), "Identify Memory Device"),
+	   "vcxl mbox Identify --json: rc 0, out_len 0x45, payload hex starts \"vcxl-t3\"");
+	json_object_put(j);
+
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x7fff", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc != 0 && strstr(out, "rc=0x0003 Unsupported") && strstr(out, "0 output bytes"),
+	   "vcxl mbox 0x7fff: Unsupported, exit %d", rc);
+
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4304 --in %s --irq", h->sock, SCAN_IN);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc == 0 && strstr(out, "rc=0x0001 Background Command Started") &&
+	       strstr(out, "background command 0x4304 complete: rc=0x0000 Success (MSI-X vector 1 "
+			   "fired after "),
+	   "vcxl mbox Scan Media --irq: completion on MSI-X vector 1 (exit %d)", rc);
+	if (rc)
+		diag("%s", out);
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4304 --in %s --irq --json", h->sock,
+		 SCAN_IN);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	j = json_tokener_parse(out);
+	bg = NULL;
+	ok(rc == 0 && j && jint(j, "rc") == CXL_MBOX_RC_BACKGROUND &&
+	       json_object_object_get_ex(j, "background", &bg) &&
+	       !strcmp(jstr(bg, "completion"), "msix") &&
+	       jint(bg, "vector") == VCXL_MODEL_T3_MBOX_MSGNUM && jint(bg, "percent") == 100 &&
+	       jint(bg, "rc") == CXL_MBOX_RC_SUCCESS &&
+	       jint(bg, "opcode") == CXL_MBOX_OP_SCAN_MEDIA,
+	   "--irq --json: background object (msix, vector 1, 100 %%, Success)");
+	json_object_put(j);
+
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4304 --in %s", h->sock, SCAN_IN);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc == 0 && strstr(out, "background command 0x4304 complete: rc=0x0000 Success (100 %, "
+				  "polled"),
+	   "vcxl mbox Scan Media without --irq: completes by polling (exit %d)", rc);
+
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4304 --in 00000000", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc != 0 && strstr(out, "Invalid Payload Length"),
+	   "Scan Media with 4 input bytes: Invalid Payload Length, exit %d", rc);
+
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4000 --in 0a0", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc != 0 && one_error_line(out, "odd number of hex digits"),
+	   "--in with an odd number of digits refused in one line (exit %d)", rc);
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x4000 --in 0g", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc != 0 && one_error_line(out, "not a hex digit"), "--in 0g refused (exit %d)", rc);
+	int k = snprintf(args, sizeof(args), "mbox %s --opcode 0x4000 --in ", h->sock);
+	for (unsigned i = 0; i <= (1u << VCXL_MODEL_T3_PAYLOAD_SHIFT); i++)
+		k += snprintf(args + k, sizeof(args) - (size_t)k, "00");
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc != 0 && one_error_line(out, "the mailbox payload holds 2048"),
+	   "--in of 2049 bytes refused (exit %d)", rc);
+	snprintf(args, sizeof(args), "mbox %s --opcode 0x10000", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc != 0 && one_error_line(out, "invalid --opcode"), "--opcode 0x10000 refused");
+	snprintf(args, sizeof(args), "mbox %s", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc != 0 && one_error_line(out, "needs --opcode"), "mbox without --opcode refused");
+}
+
+/* What `vcxl mbox --irq` changed is back: BG interrupt enable and MSI-X enable clear. */
+static void test_left_as_found(const struct harness *h, uint64_t mb)
+{
+	struct vcxl_client *c = NULL;
+	uint32_t ctrl = ~0u, msix = 0;
+	uint16_t ctl = 0xffff;
+
+	if (vcxl_client_connect(h->sock, &c)) {
+		ok(0, "client connected after vcxl mbox");
+		return;
+	}
+	vcxl_client_read32(c, BAR2, mb + CXLDEV_MBOX_CTRL, &ctrl);
+	is(ctrl, 0, "after vcxl mbox --irq: Mailbox Control back to 0 (interrupt enable clear)");
+	for (uint32_t p = cfg32(c, PCI_CAPABILITY_LIST) & 0xfc, n = 0; p && n < 48; n++) {
+		uint32_t hdr = cfg32(c, p);
+
+		if ((hdr & 0xff) == PCI_CAP_ID_MSIX) {
+			msix = p;
+			ctl = (uint16_t)(hdr >> 16);
+			break;
+		}
+		p = (hdr >> 8) & 0xfc;
+	}
+	ok(msix && !(ctl & PCI_MSIX_FLAGS_ENABLE), "MSI-X disabled again (Message Control 0x%x)",
+	   ctl);
+	vcxl_client_close(c);
+}
+
+static bool eventfd_fired(int efd, int ms)
+{
+	struct pollfd p = {.fd = efd, .events = POLLIN};
+	uint64_t v;
+
+	if (poll(&p, 1, ms) != 1)
+		return false;
+	return read(efd, &v, 8) == 8 && v >= 1;
+}
+
+static bool bg_done(struct vcxl_client *c, uint64_t mb)
+{
+	uint64_t st = CXLDEV_MBOX_STATUS_BG_OP;
+
+	for (int i = 0; i < 2000 && (st & CXLDEV_MBOX_STATUS_BG_OP); i++) {
+		if (vcxl_client_read64(c, BAR2, mb + CXLDEV_MBOX_STATUS, &st))
+			return false;
+		if (st & CXLDEV_MBOX_STATUS_BG_OP)
+			h_sleep_ms(1);
+	}
+	return !(st & CXLDEV_MBOX_STATUS_BG_OP);
+}
+
+/* CXL r3.1 8.2.8.4.4: the completion interrupt only with its enable bit (QEMU's
+ * cxl-type3 signals regardless); the positive case shows the path works. */
+static void test_bg_irq_enable(const struct harness *h, uint64_t mb)
+{
+	struct vcxl_client *c = NULL;
+	uint8_t in[CXL_SCAN_MEDIA_IN_SIZE] = {0};
+	uint32_t caps = 0, msix = 0;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	unsigned vec;
+	uint16_t ctl;
+
+	in[8] = 1;
+	if (vcxl_client_connect(h->sock, &c)) {
+		ok(0, "client connected");
+		close(efd);
+		return;
+	}
+	vcxl_client_read32(c, BAR2, mb + CXLDEV_MBOX_CAPS, &caps);
+	vec = (unsigned)VCXL_FIELD_GET(CXLDEV_MBOX_CAP_IRQ_MSGNUM, caps);
+	ok((caps & CXLDEV_MBOX_CAP_BG_CMD_IRQ) && vec == VCXL_MODEL_T3_MBOX_MSGNUM,
+	   "Mailbox Capabilities: background completion interrupt on vector %u", vec);
+	for (uint32_t p = cfg32(c, PCI_CAPABILITY_LIST) & 0xfc, n = 0; p && n < 48; n++) {
+		if ((cfg32(c, p) & 0xff) == PCI_CAP_ID_MSIX) {
+			msix = p;
+			break;
+		}
+		p = (cfg32(c, p) >> 8) & 0xfc;
+	}
+	ctl = PCI_MSIX_FLAGS_ENABLE;
+	ok(msix && !vcxl_client_region_write(c, CFG, msix + PCI_MSIX_FLAGS, &ctl, 2),
+	   "MSI-X enabled");
+	is(vcxl_client_set_irqs(c, VFIO_PCI_MSIX_IRQ_INDEX,
+				VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, vec, 1,
+				&efd, 1, NULL),
+	   0, "SET_IRQS: eventfd on vector %u", vec);
+	eventfd_fired(efd, 0);
+
+	is(mbox_cmd(c, mb, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), NULL, NULL),
+	   CXL_MBOX_RC_BACKGROUND, "Scan Media with the interrupt enable clear");
+	ok(bg_done(c, mb), "completes (polled)");
+	ok(!eventfd_fired(efd, 200), "enable clear: no eventfd signal");
+
+	vcxl_client_write32(c, BAR2, mb + CXLDEV_MBOX_CTRL, CXLDEV_MBOX_CTRL_BG_CMD_IRQ);
+	is(mbox_cmd_ctrl(c, mb, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), NULL, NULL,
+			 CXLDEV_MBOX_CTRL_BG_CMD_IRQ),
+	   CXL_MBOX_RC_BACKGROUND, "Scan Media with the enable set");
+	ok(eventfd_fired(efd, 2000), "enable set: the eventfd is signalled");
+	ok(bg_done(c, mb), "and the command is complete");
+
+	vcxl_client_write32(c, BAR2, mb + CXLDEV_MBOX_CTRL, 0);
+	vcxl_client_set_irqs(c, VFIO_PCI_MSIX_IRQ_INDEX,
+			     VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 0, NULL, 0,
+			     NULL);
+	ctl = 0;
+	vcxl_client_region_write(c, CFG, msix + PCI_MSIX_FLAGS, &ctl, 2);
+	vcxl_client_close(c);
+	close(efd);
+}
+
 static void test_type3_server(const char *bin, const char *cli)
 {
 	struct harness h = {.cli = cli};
@@ -285,6 +538,14 @@ static void test_type3_server(const char *bin, const char *cli)
 		test_mailbox(c, mdev.off);
 	test_decoder(&h, c, &info);
 	vcxl_client_close(c);
+	if (mdev.found) {
+		uint64_t mb = mdev.off + VCXL_MDEV_MBOX_OFF;
+
+		test_bg_irq_enable(&h, mb);
+		test_cli_mbox(&h);
+		test_left_as_found(&h, mb);
+	}
+	is(h_log_count(&h, VCXL_PROTO_ERR_PREFIX), 0, "no protocol error in the server log");
 	is(h_stop(&h), 0, "SIGTERM: exit 0");
 	if (tap_failed)
 		h_dump_log(&h);
@@ -315,9 +576,11 @@ static void test_partial_region_refused(const char *bin)
 	ok(said, "and says the region must cover all device memory");
 }
 
-static void test_accel_unchanged(const char *bin)
+static void test_accel_unchanged(const char *bin, const char *cli)
 {
-	struct harness h = {0};
+	struct harness h = {.cli = cli};
+	static char out[4096];
+	char cli_args[256];
 	const char *args[] = {"--model", "accel", NULL};
 	struct vcxl_client *c = NULL;
 	struct vcxl_client_info info;
@@ -338,6 +601,10 @@ static void test_accel_unchanged(const char *bin)
 		ok(!(ctrl & CXL_HDM_DEC_CTRL_HOSTONLY),
 		   "accel: virtual decoder 0 resets device-coherent (ctrl 0x%x)", ctrl);
 		vcxl_client_close(c);
+		snprintf(cli_args, sizeof(cli_args), "mbox %s --opcode 0x4000", h.sock);
+		rc = run_cli(cli, cli_args, out, sizeof(out));
+		ok(rc != 0 && one_error_line(out, "no memory device registers"),
+		   "accel: vcxl mbox fails in one line (no memory device registers)");
 	} else {
 		ok(0, "accel: client connected");
 	}
@@ -372,7 +639,7 @@ int main(int argc, char **argv)
 
 	test_type3_server(bin, h_cli_bin(argc, argv));
 	test_partial_region_refused(bin);
-	test_accel_unchanged(bin);
+	test_accel_unchanged(bin, h_cli_bin(argc, argv));
 	test_bad_model(bin);
 	return done();
 }

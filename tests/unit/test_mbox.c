@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* CXL memory device register block and mailbox (spec layer): layout and attributes, doorbell,
- * return codes, background status, every command's payload, bad lengths, unknown opcodes,
- * reset, and a random command storm. */
+ * return codes and their names, background status, the background completion interrupt,
+ * the capability array lookup, every command's payload, bad lengths, unknown opcodes, reset,
+ * and a random command storm. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,7 @@ static void put(uint8_t *p, unsigned n, uint64_t v)
 
 static bool byte_writes; /* write the payload one byte at a time (memcpy_toio) */
 static bool doorbell_was_busy;
+static uint32_t ctrl_bits; /* Mailbox Control bits kept when ringing the doorbell */
 
 /* CXL r3.1 8.2.8.4.4, in the order Linux's __cxl_pci_mbox_send_cmd uses; the length
  * written to the Command register may differ from the bytes supplied (bad-length tests). */
@@ -111,7 +113,7 @@ static uint16_t send_raw(uint16_t op, const void *in, size_t in_bytes, uint64_t 
 	} else if (in_bytes) {
 		vcxl_rf_write_buf(&rf, MB(CXLDEV_MBOX_PAYLOAD), in ? in : zero, in_bytes);
 	}
-	w32(MB(CXLDEV_MBOX_CTRL), CXLDEV_MBOX_CTRL_DOORBELL);
+	w32(MB(CXLDEV_MBOX_CTRL), ctrl_bits | CXLDEV_MBOX_CTRL_DOORBELL);
 	if (r32(MB(CXLDEV_MBOX_CTRL)) & CXLDEV_MBOX_CTRL_DOORBELL)
 		doorbell_was_busy = true;
 	uint16_t rc = (uint16_t)VCXL_FIELD_GET(CXLDEV_MBOX_STATUS_RC, r64(MB(CXLDEV_MBOX_STATUS)));
@@ -675,6 +677,138 @@ static void test_reset(void)
 	is(send(CXL_MBOX_OP_IDENTIFY, NULL, 0), 0, "mailbox works after reset");
 }
 
+/* ---- background completion interrupt (8.2.8.4.3-4) ------------------------- */
+
+static unsigned irq_count, irq_last;
+static const struct vcxl_memdev *irq_dev;
+
+static void on_irq(void *opaque, struct vcxl_memdev *d, unsigned msgnum)
+{
+	irq_count++;
+	irq_last = msgnum;
+	irq_dev = d;
+}
+
+static const struct vcxl_memdev_ops irq_ops = {.now_ns = clk, .irq = on_irq};
+
+static int rf_rd32(void *opaque, uint32_t off, uint32_t *v)
+{
+	uint64_t x = 0;
+	int rc = vcxl_rf_read(opaque, off, 4, &x);
+
+	*v = (uint32_t)x;
+	return rc;
+}
+
+static int zero_rd32(void *opaque, uint32_t off, uint32_t *v)
+{
+	*v = 0;
+	return 0;
+}
+
+static void test_bg_irq(void)
+{
+	struct vcxl_memdev_facts f = facts(0);
+	uint8_t in[CXL_SCAN_MEDIA_IN_SIZE] = {0};
+	const uint32_t bg = CXLDEV_MBOX_CTRL_BG_CMD_IRQ;
+
+	put(in + 8, 8, 1);
+	w32(MB(CXLDEV_MBOX_CTRL), bg);
+	is(r32(MB(CXLDEV_MBOX_CTRL)) & bg, 0, "not capable: the interrupt enable is reserved (0)");
+
+	vcxl_memdev_fini(&md);
+	f.bg_irq = true;
+	f.mbox_msgnum = 16;
+	is(vcxl_memdev_layout(&md, &rf, 0, SHIFT, &f, &irq_ops, NULL), -EINVAL,
+	   "message number 16 does not fit its 4-bit field");
+	vcxl_rf_fini(&rf);
+	vcxl_rf_init(&rf, vcxl_memdev_block_size(SHIFT));
+	f.mbox_msgnum = 13;
+	is(vcxl_memdev_layout(&md, &rf, 0, SHIFT, &f, &irq_ops, NULL), 0,
+	   "layout with the background completion interrupt");
+	uint32_t caps = r32(MB(CXLDEV_MBOX_CAPS));
+	ok((caps & CXLDEV_MBOX_CAP_BG_CMD_IRQ) && !(caps & CXLDEV_MBOX_CAP_DB_IRQ),
+	   "capabilities: background completion interrupt capable, no doorbell interrupt");
+	is(VCXL_FIELD_GET(CXLDEV_MBOX_CAP_IRQ_MSGNUM, caps), 13, "interrupt message number 13");
+	is(VCXL_FIELD_GET(CXLDEV_MBOX_CAP_PAYLOAD_SIZE, caps), SHIFT, "payload size unchanged");
+	w32(MB(CXLDEV_MBOX_CTRL), ~0u & ~CXLDEV_MBOX_CTRL_DOORBELL);
+	is(r32(MB(CXLDEV_MBOX_CTRL)), bg, "Control: the enable is RW, the rest reserved");
+	w32(MB(CXLDEV_MBOX_CTRL), 0);
+
+	irq_count = 0;
+	is(send(CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in)), CXL_MBOX_RC_BACKGROUND, "scan started");
+	vcxl_memdev_bg_complete(&md);
+	ok(irq_count == 0 && md.bg_irqs == 0, "enable clear: completion signals nothing");
+
+	w32(MB(CXLDEV_MBOX_CTRL), bg);
+	ctrl_bits = bg;
+	is(send(CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in)), CXL_MBOX_RC_BACKGROUND,
+	   "scan started with the enable set");
+	is(irq_count, 0, "no interrupt when the command starts");
+	ok(r32(MB(CXLDEV_MBOX_CTRL)) == bg, "doorbell cleared, enable kept");
+	vcxl_memdev_bg_complete(&md);
+	ok(irq_count == 1 && irq_last == 13 && irq_dev == &md && md.bg_irqs == 1,
+	   "completion signals message 13 once");
+	vcxl_memdev_bg_complete(&md);
+	is(irq_count, 1, "completing when idle signals nothing");
+	is(send(CXL_MBOX_OP_IDENTIFY, NULL, 0), CXL_MBOX_RC_SUCCESS, "identify");
+	is(irq_count, 1, "a foreground command signals nothing");
+	send(CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in));
+	w32(MB(CXLDEV_MBOX_CTRL), 0);
+	vcxl_memdev_bg_complete(&md);
+	is(irq_count, 1, "enable cleared while the command runs: nothing at completion");
+	ctrl_bits = 0;
+	w32(MB(CXLDEV_MBOX_CTRL), bg);
+	vcxl_memdev_reset(&md);
+	is(r32(MB(CXLDEV_MBOX_CTRL)), 0, "reset clears the enable");
+	ok(r32(MB(CXLDEV_MBOX_CAPS)) == caps, "reset keeps the capabilities");
+
+	/* the capability array lookup the CLI and drivers use */
+	uint32_t off = 0, len = 0;
+	ok(vcxl_devcap_find(rf_rd32, &rf, CXLDEV_CAP_ID_PRIMARY_MBOX, &off, &len) == 0 &&
+	       off == VCXL_MDEV_MBOX_OFF && len == CXLDEV_MBOX_PAYLOAD + PAYLOAD,
+	   "devcap find: primary mailbox offset and length");
+	ok(vcxl_devcap_find(rf_rd32, &rf, CXLDEV_CAP_ID_MEMDEV, &off, NULL) == 0 &&
+	       off == VCXL_MDEV_MEMDEV_OFF,
+	   "devcap find: memory device status (no length asked)");
+	is(vcxl_devcap_find(rf_rd32, &rf, CXLDEV_CAP_ID_SECONDARY_MBOX, &off, &len), -ENOENT,
+	   "devcap find: absent capability: -ENOENT");
+	is(vcxl_devcap_find(zero_rd32, NULL, CXLDEV_CAP_ID_PRIMARY_MBOX, &off, &len), -ENOENT,
+	   "devcap find: an all-zero block (array id 0, count 0): -ENOENT");
+	is(vcxl_devcap_find(rf_rd32, &rf, CXLDEV_CAP_ID_PRIMARY_MBOX, NULL, &len), -EINVAL,
+	   "devcap find without an output: -EINVAL");
+
+	vcxl_memdev_fini(&md);
+	vcxl_rf_fini(&rf);
+	setup(LSA_SIZE);
+}
+
+static int ones_rd32(void *opaque, uint32_t off, uint32_t *v)
+{
+	*v = ~0u;
+	return 0;
+}
+
+static void test_rc_names(void)
+{
+	ok(!strcmp(vcxl_mbox_rc_name(CXL_MBOX_RC_SUCCESS), "Success"), "rc 0: Success");
+	ok(!strcmp(vcxl_mbox_rc_name(CXL_MBOX_RC_BACKGROUND), "Background Command Started"),
+	   "rc 1: Background Command Started");
+	ok(!strcmp(vcxl_mbox_rc_name(CXL_MBOX_RC_UNSUPPORTED), "Unsupported"), "rc 3: Unsupported");
+	ok(!strcmp(vcxl_mbox_rc_name(CXL_MBOX_RC_INVALID_PAYLOAD_LEN), "Invalid Payload Length"),
+	   "rc 0x16: Invalid Payload Length");
+	unsigned named = 0;
+	for (unsigned rc = 0; rc <= CXL_MBOX_RC_INVALID_EXTENT_LIST; rc++)
+		named += strcmp(vcxl_mbox_rc_name((uint16_t)rc), "unknown") != 0;
+	is(named, CXL_MBOX_RC_INVALID_EXTENT_LIST + 1, "every code 0..0x1e has a name");
+	ok(!strcmp(vcxl_mbox_rc_name(0x1f), "unknown") &&
+	       !strcmp(vcxl_mbox_rc_name(0xffff), "unknown"),
+	   "codes past the table: unknown");
+	uint32_t off;
+	is(vcxl_devcap_find(ones_rd32, NULL, CXLDEV_CAP_ID_PRIMARY_MBOX, &off, NULL), -ENODEV,
+	   "devcap find: all-ones block (array id 0xffff): -ENODEV");
+}
+
 /* Random opcodes, lengths and payloads: every answer is a defined return code, the output
  * never exceeds the payload, the doorbell always clears. Deterministic seed. */
 static void test_storm(void)
@@ -723,6 +857,8 @@ int main(void)
 	test_timestamp();
 	test_poison_and_scan();
 	test_reset();
+	test_bg_irq();
+	test_rc_names();
 	test_storm();
 	vcxl_memdev_fini(&md);
 	vcxl_rf_fini(&rf);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* Extended capability walk, DVSEC discovery (robust to garbage), DVSEC headers, Register
- * Locator, GPF and Flex Bus DVSEC layouts. */
+/* Standard and extended capability walks, DVSEC discovery (robust to garbage), DVSEC
+ * headers, Register Locator (layout and lookup by block id), GPF and Flex Bus DVSEC
+ * layouts. */
 #include <errno.h>
+#include <linux/pci_regs.h>
 #include <string.h>
 
 #include "tap.h"
@@ -131,6 +133,16 @@ static void test_layouts(void)
 	vcxl_rf_write(&rf, 0x104, 2, 0);
 	vcxl_rf_read(&rf, 0x10c, 4, &v);
 	is(v, 0x003f0100, "regloc entries are RO");
+	ok(vcxl_regloc_find(rf_rd, &rf, CXL_REGLOC_RBI_VENDOR, &d) == 0 && d.bir == 2 &&
+	       d.offset == 0x123400000000ull,
+	   "regloc find: the second entry by block id");
+	ok(vcxl_regloc_find(rf_rd, &rf, CXL_REGLOC_RBI_COMPONENT, &d) == 0 && d.bir == 0 &&
+	       d.offset == 0x3f0000,
+	   "regloc find: the first entry by block id");
+	is(vcxl_regloc_find(rf_rd, &rf, CXL_REGLOC_RBI_MEMDEV, &d), -ENOENT,
+	   "regloc find: absent block id: -ENOENT");
+	is(vcxl_regloc_find(NULL, &rf, CXL_REGLOC_RBI_MEMDEV, &d), -EINVAL,
+	   "regloc find without a reader: -EINVAL");
 	vcxl_rf_read(&rf, 0x104, 4, &v);
 	is(v, 0x01c01e98, "DVSEC header RO");
 
@@ -158,9 +170,56 @@ static void test_layouts(void)
 	vcxl_rf_fini(&rf);
 }
 
+/* PCI r3.0 6.7: the standard list from the Capabilities Pointer */
+static void test_std_caps(void)
+{
+	uint32_t off = 0;
+	struct vcxl_regloc_entry e;
+
+	memset(cfg, 0, sizeof(cfg));
+	ok(vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_MSIX, &off) == -ENOENT,
+	   "no Capabilities List bit: -ENOENT");
+	cfg[PCI_COMMAND / 4] = (uint32_t)PCI_STATUS_CAP_LIST << 16;
+	cfg[PCI_CAPABILITY_LIST / 4] = 0x40 | 0x3; /* low two bits reserved */
+	cfg[0x40 / 4] = PCI_CAP_ID_EXP | (0x80u << 8);
+	cfg[0x80 / 4] = PCI_CAP_ID_MSIX | (0u << 8) | (3u << 16);
+	ok(vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_MSIX, &off) == 0 && off == 0x80,
+	   "MSI-X found after PCIe (pointer's reserved bits ignored)");
+	ok(vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_EXP, &off) == 0 && off == 0x40,
+	   "first capability found");
+	is(vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_MSI, &off), -ENOENT, "absent: -ENOENT");
+	cfg[0x80 / 4] = PCI_CAP_ID_MSIX | (0x40u << 8);
+	is(vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_MSI, &off), -ELOOP, "cycle: -ELOOP");
+	cfg[0x80 / 4] = PCI_CAP_ID_MSIX | (0x10u << 8);
+	is(vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_MSI, &off), -ELOOP,
+	   "pointer into the header: -ELOOP");
+	for (int i = 0; i < 1024; i++)
+		cfg[i] = ~0u;
+	is(vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_MSIX, &off), -ENOENT, "all-ones: -ENOENT");
+	is(vcxl_pci_find_cap(NULL, NULL, PCI_CAP_ID_MSIX, &off), -EINVAL, "no reader: -EINVAL");
+	/* garbage terminates with a defined answer */
+	uint64_t s = 777;
+	int bad = 0;
+	for (int t = 0; t < 2000; t++) {
+		for (int i = 0; i < 1024; i++) {
+			s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+			cfg[i] = (uint32_t)s;
+		}
+		int rc = vcxl_pci_find_cap(rd, NULL, PCI_CAP_ID_MSIX, &off);
+		if ((rc != 0 && rc != -ENOENT && rc != -ELOOP) ||
+		    (rc == 0 && (off < 0x40 || off > 0xfc)))
+			bad++;
+		rc = vcxl_regloc_find(rd, NULL, CXL_REGLOC_RBI_MEMDEV, &e);
+		if (rc != 0 && rc != -ENOENT && rc != -ELOOP && rc != -EINVAL)
+			bad++;
+	}
+	is(bad, 0, "2000 garbage config spaces: only 0/-ENOENT/-ELOOP (and in range)");
+}
+
 int main(void)
 {
 	test_walk();
+	test_std_caps();
 	test_layouts();
 	return done();
 }

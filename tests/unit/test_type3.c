@@ -2,8 +2,9 @@
 /*
  * The Type-3 personality of the model: identity, Register Locator, DVSEC, HDM reset
  * values, BAR2 layout, a replay of Linux's cxl_pci probe (drivers/cxl/pci.c:
- * cxl_pci_probe in 6.12 order), background commands, FLR, media readiness, the host
- * core's Type-3 checks, and that the accelerator personality is unchanged.
+ * cxl_pci_probe in 6.12 order), background commands and their MSI-X completion
+ * interrupt, FLR, media readiness, the host core's Type-3 checks, and that the
+ * accelerator personality is unchanged.
  */
 #include <errno.h>
 #include <linux/pci_regs.h>
@@ -244,7 +245,11 @@ static void test_linux_probe(void)
 	if (x.payload > (1u << 20))
 		x.payload = 1u << 20;
 	ok(x.payload >= 256, "payload %zu >= 256 bytes", x.payload);
-	ok(!(caps & CXLDEV_MBOX_CAP_BG_CMD_IRQ), "mailbox polled (no background IRQ)");
+	ok((caps & CXLDEV_MBOX_CAP_BG_CMD_IRQ) &&
+	       VCXL_FIELD_GET(CXLDEV_MBOX_CAP_IRQ_MSGNUM, caps) == VCXL_MODEL_T3_MBOX_MSGNUM &&
+	       VCXL_MODEL_T3_MBOX_MSGNUM < VCXL_MODEL_MSIX_VECTORS,
+	   "background completion interrupt on MSI-X vector %u (of %u)", VCXL_MODEL_T3_MBOX_MSGNUM,
+	   VCXL_MODEL_MSIX_VECTORS);
 
 	/* cxl_enumerate_cmds: Get Supported Logs (size_out = payload, min_out 2) */
 	uint16_t rc = mbox_send(&x, CXL_MBOX_OP_GET_SUPPORTED_LOGS, NULL, 0, out, x.payload, &n);
@@ -468,6 +473,89 @@ static void test_background_and_flr(void)
 	vcxl_model_destroy(m);
 }
 
+struct irq_log {
+	unsigned count, last;
+};
+
+static void on_irq(void *opaque, enum vcxl_irq_type type, unsigned vector)
+{
+	struct irq_log *l = opaque;
+
+	if (type == VCXL_IRQ_MSIX) {
+		l->count++;
+		l->last = vector;
+	}
+}
+
+static uint64_t msix_vctrl_off(unsigned v)
+{
+	return VCXL_MODEL_MSIX_TABLE + v * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL;
+}
+
+/* CXL r3.1 8.2.8.4.4: the background completion interrupt goes through the model's
+ * MSI-X (PCI r3.0 6.8.2): only with the enable bit; held pending while masked. */
+static void test_bg_irq(void)
+{
+	struct vcxl_model *m = mk(VCXL_MODEL_TYPE3, G256, false, 0);
+	struct mbox x = t3_mbox();
+	struct irq_log log = {0};
+	const unsigned vec = VCXL_MODEL_T3_MBOX_MSGNUM;
+	const uint32_t bg = CXLDEV_MBOX_CTRL_BG_CMD_IRQ;
+	uint8_t in[CXL_SCAN_MEDIA_IN_SIZE] = {0}, out[8];
+	uint32_t msix = 0;
+	size_t n;
+
+	in[8] = 1; /* one 64-byte line */
+	be->ops->set_irq_handler(be->dev, on_irq, &log);
+	ok(vcxl_pci_find_cap(rd32, NULL, PCI_CAP_ID_MSIX, &msix) == 0, "MSI-X capability");
+	cw(msix + PCI_MSIX_FLAGS, 2, PCI_MSIX_FLAGS_ENABLE);
+	bw(2, msix_vctrl_off(vec), 4, 0);
+
+	is(mbox_send(&x, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), out, 0, &n),
+	   CXL_MBOX_RC_BACKGROUND, "scan, interrupt enable clear");
+	vcxl_model_poll(m);
+	ok(!(br(2, x.mb + CXLDEV_MBOX_STATUS, 8) & CXLDEV_MBOX_STATUS_BG_OP), "completed");
+	is(log.count, 0, "enable clear: no interrupt (unlike QEMU's cxl-type3)");
+
+	bw(2, x.mb + CXLDEV_MBOX_CTRL, 4, bg);
+	is(mbox_send(&x, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), out, 0, &n),
+	   CXL_MBOX_RC_BACKGROUND, "scan, rung as cxl_pci does (Doorbell alone)");
+	is(br(2, x.mb + CXLDEV_MBOX_CTRL, 4), 0, "that write cleared the (RW) enable");
+	bw(2, x.mb + CXLDEV_MBOX_CTRL, 4, bg);
+	is(log.count, 0, "enable set while it runs: no interrupt before completion");
+	vcxl_model_poll(m);
+	ok(log.count == 1 && log.last == vec, "completion raised MSI-X vector %u (%u raised)", vec,
+	   log.count);
+
+	/* masked vector: pending in the PBA, delivered on unmask */
+	bw(2, msix_vctrl_off(vec), 4, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	mbox_send(&x, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), out, 0, &n);
+	bw(2, x.mb + CXLDEV_MBOX_CTRL, 4, bg);
+	vcxl_model_poll(m);
+	is(log.count, 1, "masked vector: not delivered");
+	ok(br(2, VCXL_MODEL_MSIX_PBA, 4) & (1u << vec), "masked vector: pending bit set");
+	bw(2, msix_vctrl_off(vec), 4, 0);
+	ok(log.count == 2 && !(br(2, VCXL_MODEL_MSIX_PBA, 4) & (1u << vec)),
+	   "unmask delivers it and clears the pending bit");
+
+	/* MSI-X disabled: held the same way */
+	cw(msix + PCI_MSIX_FLAGS, 2, 0);
+	mbox_send(&x, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), out, 0, &n);
+	bw(2, x.mb + CXLDEV_MBOX_CTRL, 4, bg);
+	vcxl_model_poll(m);
+	is(log.count, 2, "MSI-X disabled: not delivered");
+	cw(msix + PCI_MSIX_FLAGS, 2, PCI_MSIX_FLAGS_ENABLE);
+	is(log.count, 3, "delivered once MSI-X is enabled");
+
+	/* FLR: the enable is a mailbox register, reset with it */
+	bw(2, x.mb + CXLDEV_MBOX_CTRL, 4, bg);
+	uint32_t pcie = (uint32_t)cr(PCI_CAPABILITY_LIST, 1);
+	cw(pcie + PCI_EXP_DEVCTL, 2, cr(pcie + PCI_EXP_DEVCTL, 2) | PCI_EXP_DEVCTL_BCR_FLR);
+	is(br(2, x.mb + CXLDEV_MBOX_CTRL, 4), 0, "FLR clears the interrupt enable");
+	be->ops->set_irq_handler(be->dev, NULL, NULL);
+	vcxl_model_destroy(m);
+}
+
 static void test_media_not_ready(void)
 {
 	struct vcxl_model *m = mk(VCXL_MODEL_TYPE3, G256, false, 60000);
@@ -552,6 +640,7 @@ int main(void)
 	test_identity_and_bars();
 	test_firmware_committed();
 	test_background_and_flr();
+	test_bg_irq();
 	test_media_not_ready();
 	test_host_core();
 	test_accel_unchanged();
