@@ -59,6 +59,7 @@ struct vcxl_vdev;
 struct vcxl_vdev_cfg {
 	uint64_t region_size;	 /* CXL region to create; 0 = all device memory */
 	bool prefer_firmware;	 /* attach to a firmware-committed region if present */
+	bool attach_only;	 /* only attach (--region-dax): never program a decoder */
 	unsigned guest_decoders; /* virtual HDM decoders; 0 = as the device has */
 	/* Host address space to allocate from; NULL = a private host with the
 	 * default window (host_cxl.h VCXL_HOST_DEFAULT_WIN_*). Must outlive the vdev. */
@@ -72,7 +73,9 @@ struct vcxl_vdev_cfg {
  * that region (upstream's "attach first"); otherwise create one. false =
  * create a region in the next free decoder (firmware decoders keep their DPA),
  * and attach to the firmware region only when that is impossible (no decoder
- * or DPA left). A firmware decoder is never reprogrammed.
+ * or DPA left). A firmware decoder is never reprogrammed. attach_only: the
+ * region memory belongs to someone else (a kernel device-DAX), so a device
+ * whose decoder 0 is not committed is refused instead of given a new region.
  */
 
 /* Bring up the device behind be (host CXL core), create or attach its region,

@@ -329,6 +329,13 @@ static int window_free(const struct vcxl_hw_window_cfg *cfg, const struct vcxl_c
 		return hw_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
 	rc = vcxl_hw_iomem_claimed(text, w->base, w->size, who, sizeof(who));
 	free(text);
+	/* a Soft Reserved range the kernel turned into device-DAX: attach instead */
+	if (rc == 1 && (!strncmp(who, "hmem", 4) || !strncmp(who, "dax", 3)))
+		return hw_err(err, errlen, -EBUSY,
+			      "window 0x%llx+0x%llx is claimed (\"%s\" in %s): the kernel exposes "
+			      "it as device-DAX; if firmware committed the decoders, use "
+			      "--region-dax /dev/daxN.M",
+			      (unsigned long long)w->base, (unsigned long long)w->size, who, path);
 	if (rc == 1)
 		return hw_err(err, errlen, -EBUSY,
 			      "window 0x%llx+0x%llx is claimed (\"%s\" in %s): unload cxl_acpi / "

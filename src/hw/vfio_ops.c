@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "iommufd_uapi.h"
+#include "../common/sigbus_guard.h"
 #include "vfio_priv.h"
 #include "vcxl/cxl_regs.h"
 
@@ -213,6 +214,113 @@ static int bar_check(struct vcxl_hw_vfio *v, unsigned bar, uint64_t off, unsigne
 	return 0;
 }
 
+/*
+ * MMIO through a mapping of the BAR is done at the access's own width. VFIO's
+ * read/write path splits an 8-byte access into two 4-byte ones on kernels
+ * without 64-bit vfio_pci_core_do_io_rw (6.1 has none), and a device may not
+ * take that: QEMU's cxl-type3 ignores 4-byte writes to the mailbox Command
+ * register. So the BAR's mmappable areas are used where they cover the access.
+ */
+static void bar_map_areas(struct vcxl_hw_vfio *v, unsigned bar)
+{
+	struct hw_bar_map *m = &v->bar_map[bar];
+	const struct vcxl_hw_region *r = &v->region[bar];
+	struct vcxl_bar_area whole = {0, r->size};
+	const struct vcxl_bar_area *a = r->nr_sparse ? r->sparse : &whole;
+	unsigned n = r->nr_sparse ? r->nr_sparse : 1;
+
+	m->tried = true;
+	if (!(r->flags & VFIO_REGION_INFO_FLAG_MMAP) || v->dev_fd < 0)
+		return;
+	for (unsigned i = 0; i < n && m->n < VCXL_BAR_MAX_AREAS; i++) {
+		if (!a[i].size || a[i].offset + a[i].size > r->size)
+			continue;
+		void *p = mmap(NULL, a[i].size, PROT_READ | PROT_WRITE, MAP_SHARED, v->dev_fd,
+			       (off_t)(r->offset + a[i].offset));
+		if (p == MAP_FAILED)
+			continue; /* that area stays on read/write */
+		m->area[m->n].off = a[i].offset;
+		m->area[m->n].size = a[i].size;
+		m->area[m->n].p = p;
+		m->n++;
+	}
+}
+
+/* the mapped address of [off, off + len) if one area holds it and it is aligned */
+static volatile uint8_t *bar_mapped(struct vcxl_hw_vfio *v, unsigned bar, uint64_t off,
+				    unsigned len)
+{
+	struct hw_bar_map *m = &v->bar_map[bar];
+
+	if (!m->tried)
+		bar_map_areas(v, bar);
+	if (off % len)
+		return NULL;
+	for (unsigned i = 0; i < m->n; i++)
+		if (off >= m->area[i].off && off + len <= m->area[i].off + m->area[i].size)
+			return m->area[i].p + (off - m->area[i].off);
+	return NULL;
+}
+
+struct mmio {
+	volatile uint8_t *p;
+	unsigned len;
+	uint64_t val;
+};
+
+static void mmio_read_fn(void *arg)
+{
+	struct mmio *a = arg;
+
+	switch (a->len) {
+	case 1:
+		a->val = *a->p;
+		break;
+	case 2:
+		a->val = *(volatile uint16_t *)a->p;
+		break;
+	case 4:
+		a->val = *(volatile uint32_t *)a->p;
+		break;
+	default:
+		a->val = *(volatile uint64_t *)a->p;
+		break;
+	}
+}
+
+static void mmio_write_fn(void *arg)
+{
+	struct mmio *a = arg;
+
+	switch (a->len) {
+	case 1:
+		*a->p = (uint8_t)a->val;
+		break;
+	case 2:
+		*(volatile uint16_t *)a->p = (uint16_t)a->val;
+		break;
+	case 4:
+		*(volatile uint32_t *)a->p = (uint32_t)a->val;
+		break;
+	default:
+		*(volatile uint64_t *)a->p = a->val;
+		break;
+	}
+}
+
+/* vfio-pci revokes BAR mappings (reset, memory decode off, removal): the
+ * access then faults, and gets -EIO like the read/write path would */
+static int mmio(volatile uint8_t *p, unsigned len, uint64_t *val, bool wr)
+{
+	struct mmio a = {p, len, wr ? *val : 0};
+	int rc = vcxl_sigbus_guarded(wr ? mmio_write_fn : mmio_read_fn, &a);
+
+	if (rc)
+		return -EIO;
+	*val = a.val;
+	return 0;
+}
+
 static int h_bar_read(void *dev, unsigned bar, uint64_t off, unsigned len, uint64_t *val)
 {
 	struct vcxl_hw_vfio *v = dev;
@@ -220,6 +328,13 @@ static int h_bar_read(void *dev, unsigned bar, uint64_t off, unsigned len, uint6
 
 	if (rc) {
 		*val = len_ok(len) ? ones(len) : 0;
+		return rc;
+	}
+	volatile uint8_t *p = bar_mapped(v, bar, off, len);
+	if (p) {
+		rc = mmio(p, len, val, false);
+		if (rc)
+			*val = ones(len);
 		return rc;
 	}
 	return split_read(v->dev_fd, v->region[bar].offset + off, len, val);
@@ -230,7 +345,12 @@ static int h_bar_write(void *dev, unsigned bar, uint64_t off, unsigned len, uint
 	struct vcxl_hw_vfio *v = dev;
 	int rc = bar_check(v, bar, off, len);
 
-	return rc ?: split_write(v->dev_fd, v->region[bar].offset + off, len, val);
+	if (rc)
+		return rc;
+	volatile uint8_t *p = bar_mapped(v, bar, off, len);
+	if (p)
+		return mmio(p, len, &val, true);
+	return split_write(v->dev_fd, v->region[bar].offset + off, len, val);
 }
 
 /* Do the sparse areas cover the whole region (then one fd maps it all)? */
@@ -602,6 +722,9 @@ void hw_vfio_free(struct vcxl_hw_vfio *v)
 				close(v->efd[t][i]);
 		free(v->efd[t]);
 	}
+	for (unsigned b = 0; b < VCXL_NUM_BARS; b++)
+		for (unsigned i = 0; i < v->bar_map[b].n; i++)
+			munmap((void *)v->bar_map[b].area[i].p, v->bar_map[b].area[i].size);
 	int *fds[] = {&v->dev_fd,   &v->cfg_fd,	      &v->mem_fd, &v->dax_fd,
 		      &v->group_fd, &v->container_fd, &v->iommufd};
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)

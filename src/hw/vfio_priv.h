@@ -29,6 +29,15 @@ struct vcxl_hw_vfio {
 
 	struct vcxl_hw_region region[VCXL_HW_NUM_REGIONS];
 	unsigned irq_count[VCXL_HW_NUM_IRQS];
+	/* the mmappable areas of each BAR, mapped at the first access to it */
+	struct hw_bar_map {
+		bool tried;
+		unsigned n;
+		struct {
+			uint64_t off, size;
+			volatile uint8_t *p;
+		} area[VCXL_BAR_MAX_AREAS];
+	} bar_map[VCXL_NUM_BARS];
 
 	/* extended config space the backend writes through sysfs: the CXL DVSECs
 	 * and DOE mailboxes (the host core's business); the rest is refused */

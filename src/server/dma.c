@@ -5,14 +5,13 @@
  */
 #include <errno.h>
 #include <sys/stat.h>
-#include <signal.h>
-#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "vcxl/server.h"
+#include "../common/sigbus_guard.h"
 
 void vcxl_dma_init(struct vcxl_dma_table *t, unsigned max_maps, uint64_t pgsize)
 {
@@ -85,59 +84,26 @@ static int dma_check_args(const struct vcxl_dma_table *t, uint64_t iova, uint64_
 	return 0;
 }
 
-/* mmap the fd range with the protection the flags grant. */
-/*
- * Client memory can vanish under a mapping (a client may truncate the file it
- * passed): touching it then raises SIGBUS. Copies to and from client memory
- * run under a guard that turns that SIGBUS into -EFAULT for the one access.
- */
-/* volatile: the stores around memcpy must not be merged away */
-static __thread sigjmp_buf *volatile dma_guard;
-static struct sigaction dma_prev_bus;
+/* Client memory can vanish under a mapping (a client may truncate the file it
+ * passed): copies to and from it are SIGBUS-guarded (src/common/sigbus_guard.h). */
+struct dma_copy {
+	void *dst;
+	const void *src;
+	size_t len;
+};
 
-static void dma_sigbus(int sig, siginfo_t *si, void *uc)
+static void dma_copy_fn(void *arg)
 {
-	if (dma_guard)
-		siglongjmp(*dma_guard, 1);
-	/* not ours: behave as before */
-	if (dma_prev_bus.sa_flags & SA_SIGINFO)
-		dma_prev_bus.sa_sigaction(sig, si, uc);
-	else if (dma_prev_bus.sa_handler != SIG_IGN && dma_prev_bus.sa_handler != SIG_DFL)
-		dma_prev_bus.sa_handler(sig);
-	else {
-		signal(SIGBUS, SIG_DFL);
-		raise(SIGBUS);
-	}
-}
+	struct dma_copy *c = arg;
 
-static void dma_guard_install(void)
-{
-	static bool done;
-	struct sigaction sa;
-
-	if (done)
-		return;
-	done = true;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = dma_sigbus;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, &dma_prev_bus);
+	memcpy(c->dst, c->src, c->len);
 }
 
 int vcxl_dma_copy(void *dst, const void *src, size_t len)
 {
-	sigjmp_buf jb;
-	sigjmp_buf *volatile prev = dma_guard;
+	struct dma_copy c = {dst, src, len};
 
-	if (sigsetjmp(jb, 1)) {
-		dma_guard = prev;
-		return -EFAULT;
-	}
-	dma_guard = &jb;
-	memcpy(dst, src, len);
-	dma_guard = prev;
-	return 0;
+	return vcxl_sigbus_guarded(dma_copy_fn, &c);
 }
 
 /* A regular file or memfd must cover the whole window, or the mapping
@@ -155,6 +121,7 @@ static int dma_fd_covers(int fd, uint64_t offset, uint64_t size)
 	return 0;
 }
 
+/* mmap the fd range with the protection the flags grant. */
 static int dma_mmap(struct vcxl_dma_map *m)
 {
 	int prot = 0;
@@ -172,7 +139,6 @@ static int dma_mmap(struct vcxl_dma_map *m)
 	int rc = dma_fd_covers(m->fd, m->offset, m->size);
 	if (rc)
 		return rc;
-	dma_guard_install();
 	p = mmap(NULL, m->size + skew, prot, MAP_SHARED, m->fd, (off_t)aligned);
 	if (p == MAP_FAILED)
 		return -errno;

@@ -291,6 +291,7 @@ static int make_hw_device(const struct opts *o, struct served *s)
 	struct vcxl_vdev_cfg vc = {.region_size = o->region_size,
 				   .host = &s->host,
 				   .prefer_firmware = o->region_dax != NULL,
+				   .attach_only = o->region_dax != NULL,
 				   .guest_decoders = o->guest_decoders};
 	rc = vcxl_vdev_create(vcxl_hw_vfio_backend(s->hw), &vc, &s->vdev, err, sizeof(err));
 	if (rc) {

@@ -957,14 +957,23 @@ static void irq_set_fd(int *slot, int fd)
 }
 
 /* Tell the device's host side whether vector v of index has a trigger fd;
- * a device that signals eventfds itself gets the fd. */
-static void irq_arm(struct vcxl_conn *c, struct irq_index *q, uint32_t index, uint32_t v,
-		    bool armed)
+ * a device that signals eventfds itself gets the fd. 0 or the device's -errno
+ * (logged: the client may not be told, e.g. when it is gone). */
+static int irq_arm(struct vcxl_conn *c, struct irq_index *q, uint32_t index, uint32_t v, bool armed)
 {
+	int rc = 0;
+
 	if (c->ops->irq_arm)
-		c->ops->irq_arm(c->dev, index, v, armed);
-	if (c->ops->set_irq_eventfd)
-		c->ops->set_irq_eventfd(c->dev, index, v, armed ? q->trigger[v] : -1);
+		rc = c->ops->irq_arm(c->dev, index, v, armed);
+	if (!rc && c->ops->set_irq_eventfd) {
+		rc = c->ops->set_irq_eventfd(c->dev, index, v, armed ? q->trigger[v] : -1);
+		if (rc == -EOPNOTSUPP) /* the device raises IRQs through the server */
+			rc = 0;
+	}
+	if (rc)
+		vcxl_log(VCXL_LOG_WARN, "%s: irq index %u vector %u: device refused to %s it: %s",
+			 conn_name(c), index, v, armed ? "arm" : "disarm", strerror(-rc));
+	return rc;
 }
 
 /* After a device reset the device's own vector masks are back to reset
@@ -1063,8 +1072,12 @@ static int handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply
 			irq_set_fd(act == VFIO_IRQ_SET_ACTION_TRIGGER ? &q->trigger[v]
 								      : &q->notify[v],
 				   fd);
-			if (act == VFIO_IRQ_SET_ACTION_TRIGGER)
-				irq_arm(c, q, s.index, v, fd >= 0);
+			if (act == VFIO_IRQ_SET_ACTION_TRIGGER &&
+			    irq_arm(c, q, s.index, v, fd >= 0) && fd >= 0) {
+				/* the device cannot signal it: the client must not wait on it */
+				irq_set_fd(&q->trigger[v], -1);
+				return reply_error(r, EIO);
+			}
 			continue;
 		}
 		if (bools && !bools[i])

@@ -869,7 +869,8 @@ struct mbox_irq {
 	unsigned vector;
 	uint32_t msix;	   /* MSI-X capability offset */
 	uint16_t msix_ctl; /* Message Control as found */
-	bool msix_set, armed, ctrl_set;
+	uint16_t cmd;	   /* Command register as found */
+	bool msix_set, armed, ctrl_set, cmd_set;
 };
 
 /*
@@ -878,6 +879,9 @@ struct mbox_irq {
  * table entry); MSI-X enabled in config space (PCI r3.0 6.8.2.3), the vector's
  * eventfd armed with SET_IRQS (as QEMU's vfio-user-pci does on enable), then
  * 8.2.8.4.4 Background Command Completion Interrupt set in Mailbox Control.
+ * An MSI-X message is a memory write by the function, so Bus Master Enable
+ * (PCI r3.0 6.2.2) is set too: a real device (and QEMU's) sends nothing
+ * without it, even where vcxl's own model does not check.
  */
 static int irq_setup(struct ctx *x, const uint8_t *cfg, const struct mbox *m, struct mbox_irq *q)
 {
@@ -907,6 +911,15 @@ static int irq_setup(struct ctx *x, const uint8_t *cfg, const struct mbox *m, st
 	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (q->efd < 0)
 		return fail("eventfd: %s", strerror(errno));
+	memcpy(&q->cmd, cfg + PCI_COMMAND, 2);
+	if (!(q->cmd & PCI_COMMAND_MASTER)) {
+		uint16_t cmd = (uint16_t)(q->cmd | PCI_COMMAND_MASTER);
+		rc = vcxl_client_region_write(x->c, VFIO_PCI_CONFIG_REGION_INDEX, PCI_COMMAND, &cmd,
+					      2);
+		if (rc)
+			return fail("--irq: Bus Master Enable: %s", strerror(-rc));
+		q->cmd_set = true;
+	}
 	q->msix_ctl = ctl;
 	ctl = (uint16_t)((ctl | PCI_MSIX_FLAGS_ENABLE) & ~PCI_MSIX_FLAGS_MASKALL);
 	rc = vcxl_client_region_write(x->c, VFIO_PCI_CONFIG_REGION_INDEX, q->msix + PCI_MSIX_FLAGS,
@@ -933,7 +946,8 @@ static int irq_setup(struct ctx *x, const uint8_t *cfg, const struct mbox *m, st
 	return 0;
 }
 
-/* Leave the device as found: interrupt enable off, eventfd gone, MSI-X back. */
+/* Leave the device as found: interrupt enable off, eventfd gone, MSI-X and
+ * the Command register back. */
 static void irq_teardown(struct ctx *x, const struct mbox *m, struct mbox_irq *q)
 {
 	uint32_t ctrl;
@@ -948,10 +962,13 @@ static void irq_teardown(struct ctx *x, const struct mbox *m, struct mbox_irq *q
 	if (q->msix_set)
 		vcxl_client_region_write(x->c, VFIO_PCI_CONFIG_REGION_INDEX,
 					 q->msix + PCI_MSIX_FLAGS, &q->msix_ctl, 2);
+	if (q->cmd_set)
+		vcxl_client_region_write(x->c, VFIO_PCI_CONFIG_REGION_INDEX, PCI_COMMAND, &q->cmd,
+					 2);
 	if (q->efd >= 0)
 		close(q->efd);
 	q->efd = -1;
-	q->msix_set = q->armed = q->ctrl_set = false;
+	q->msix_set = q->armed = q->ctrl_set = q->cmd_set = false;
 }
 
 /* Wait for the eventfd, answering server requests (DMA) meanwhile. */

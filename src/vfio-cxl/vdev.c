@@ -58,8 +58,13 @@ static int vdev_region(struct vcxl_vdev *v, char *err, size_t errlen)
 	struct vcxl_cxl_dev *d = v->dev;
 	int rc;
 
-	if (d->fw_committed && v->cfg.prefer_firmware)
+	if (d->fw_committed && (v->cfg.prefer_firmware || v->cfg.attach_only))
 		return vcxl_region_attach_firmware(d, &v->region, err, errlen);
+	if (v->cfg.attach_only)
+		return vdev_err(
+		    err, errlen, -ENOENT,
+		    "no committed region to attach to: endpoint decoder 0 is not "
+		    "committed (a reset since firmware or the kernel set it up clears it)");
 	rc = vcxl_region_create(d, v->cfg.region_size, &v->region, err, errlen);
 	if (rc == -ENOSPC && d->fw_committed)
 		rc = vcxl_region_attach_firmware(d, &v->region, err, errlen);

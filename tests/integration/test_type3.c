@@ -415,6 +415,8 @@ static void test_left_as_found(const struct harness *h, uint64_t mb)
 	}
 	ok(msix && !(ctl & PCI_MSIX_FLAGS_ENABLE), "MSI-X disabled again (Message Control 0x%x)",
 	   ctl);
+	is(cfg32(c, PCI_COMMAND) & PCI_COMMAND_MASTER, 0,
+	   "Bus Master Enable back off (--irq sets it for the MSI-X write)");
 	vcxl_client_close(c);
 }
 

@@ -493,6 +493,30 @@ static void test_firmware(void)
 	   "region 9 is the firmware region's memory");
 	env_fini(&e);
 
+	/* attach-only (--region-dax) attaches the same way... */
+	vc = (struct vcxl_vdev_cfg){.attach_only = true};
+	if (ok(env_init(&e, &mc, &vc) == 0, "attach-only over a firmware-committed device")) {
+		ok(vcxl_vdev_region(e.v)->firmware, "attach-only: attached");
+		is(vcxl_vdev_region(e.v)->hpa, mc.fw_hpa_base, "attach-only: at firmware's HPA");
+		env_fini(&e);
+	}
+	/* ...and refuses a device with nothing committed, programming nothing */
+	struct vcxl_model_cfg mc0 = {.mem_size = G};
+	struct vcxl_model *m0 = NULL;
+	struct vcxl_vdev *v0 = NULL;
+	struct bw w0;
+	char why[256] = "";
+	if (ok(vcxl_model_create(&mc0, &m0) == 0, "model without firmware commit")) {
+		bw_init(&w0, vcxl_model_backend(m0));
+		struct vcxl_vdev_cfg vc0 = {.attach_only = true}; /* a private host */
+		is(vcxl_vdev_create(&w0.be, &vc0, &v0, why, sizeof(why)), -ENOENT,
+		   "attach-only, nothing committed: -ENOENT");
+		ok(strstr(why, "not committed") != NULL, "reason: %s", why);
+		ok(!v0, "no vdev");
+		is(w0.bar_writes, 0, "no BAR register written (no decoder programmed)");
+		vcxl_model_destroy(m0);
+	}
+
 	/* create-first: the firmware decoder holds all DPA, so it falls back to attach */
 	vc = (struct vcxl_vdev_cfg){.prefer_firmware = false};
 	if (!ok(env_init(&e, &mc, &vc) == 0, "vdev, create preferred"))

@@ -247,6 +247,27 @@ static void test_bars(void)
 	ok(!(bi.flags & VCXL_BAR_MEM64), "BAR2 is 32-bit");
 	is(f.be->ops->bar_info(f.be->dev, 1, &bi), 0, "BAR1 info");
 	ok(bi.size == 0 && bi.fd == -1, "BAR1 (upper half of BAR0) absent");
+	/* accesses go through the BAR mapping; when it faults (vfio-pci revokes
+	 * mappings on reset or removal; here the file shrinks under it) the
+	 * access fails like a failed read/write, and the process lives on */
+	int dfd = open(f.devpath, O_RDWR);
+	ok(dfd >= 0 && ftruncate(dfd, (off_t)REG_OFF(2)) == 0, "device file cut before BAR2");
+	v = 0;
+	is(f.be->ops->bar_read(f.be->dev, 2, 0x100, 8, &v), -EIO,
+	   "read of a revoked mapping: -EIO");
+	is(v, ~0ull, "reads all-ones");
+	is(f.be->ops->bar_write(f.be->dev, 2, 0x100, 4, 1), -EIO, "write to it: -EIO");
+	if (dfd >= 0)
+		close(dfd);
+	fake_close(&f);
+
+	/* not mmappable: read/write on the device fd, 8 bytes as two 4-byte accesses */
+	fake_make(&f, false);
+	fake_open(&f, err, sizeof(err));
+	is(f.be->ops->bar_write(f.be->dev, 2, 0x108, 8, 0x0102030405060708ull), 0,
+	   "8-byte write, trapped BAR");
+	is(file32(f.devpath, REG_OFF(2) + 0x108), 0x05060708, "low dword");
+	is(file32(f.devpath, REG_OFF(2) + 0x10c), 0x01020304, "high dword");
 	fake_close(&f);
 
 	/* sparse mmap from the kernel: only part mappable -> no whole-BAR fd */
