@@ -6,6 +6,8 @@ set -eu
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libjson-c-dev valgrind python3 util-linux"
 # QEMU 10.2 run-time packages for the end-to-end tests (tests/e2e)
 PKGS="$PKGS libfdt1 libslirp0 libglib2.0-0 zlib1g seabios qemu-system-data xz-utils cpio busybox-static pciutils kmod"
+# building the e2e-hw iommufd guest kernel from linux-source-6.12 (tests/e2e/hw/build-kernel.sh)
+PKGS="$PKGS flex bison libelf-dev bc"
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -9,7 +9,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,17 @@ struct harness {
 	const char *bin;
 	const char *cli;
 };
+
+/* an eventfd was signalled within ms (and is read empty) */
+static inline bool h_eventfd_fired(int efd, int ms)
+{
+	struct pollfd p = {.fd = efd, .events = POLLIN};
+	uint64_t v;
+
+	if (poll(&p, 1, ms) != 1)
+		return false;
+	return read(efd, &v, 8) == 8 && v >= 1;
+}
 
 static inline void h_sleep_ms(int ms)
 {

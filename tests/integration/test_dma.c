@@ -55,16 +55,6 @@ static uint32_t run_job(struct vcxl_client *c, uint32_t op, uint32_t flags, uint
 	return 0;
 }
 
-static bool eventfd_fired(int efd, int ms)
-{
-	struct pollfd p = {.fd = efd, .events = POLLIN};
-	uint64_t v;
-
-	if (poll(&p, 1, ms) != 1)
-		return false;
-	return read(efd, &v, 8) == 8 && v >= 1;
-}
-
 /* What a guest driver does before using MSI-X: enable it, unmask the vector. */
 static void msix_enable(struct vcxl_client *c, const uint8_t *cfg, unsigned vec)
 {
@@ -119,7 +109,7 @@ static void test_jobs(struct harness *h)
 		     0x10000, 1);
 	is(st & (ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR), ACCEL_STATUS_DONE,
 	   "copy guest memfd -> device memory");
-	ok(eventfd_fired(efd, 2000), "MSI-X vector 1 delivered to the eventfd");
+	ok(h_eventfd_fired(efd, 2000), "MSI-X vector 1 delivered to the eventfd");
 	is(vcxl_client_region_read(c, info.cxl.region_index, dpa, back, sizeof(back)), 0,
 	   "read device memory through the CXL region");
 	ok(!memcmp(back, g, sizeof(back)), "device memory holds the guest data");
@@ -127,7 +117,7 @@ static void test_jobs(struct harness *h)
 	is(st & (ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR), ACCEL_STATUS_DONE,
 	   "copy device memory -> guest memfd");
 	ok(!memcmp(g + 0x100000, g, 0x10000), "round trip through device memory is exact");
-	ok(!eventfd_fired(efd, 0), "no interrupt without ACCEL_JOBF_IRQ");
+	ok(!h_eventfd_fired(efd, 0), "no interrupt without ACCEL_JOBF_IRQ");
 
 	/* fd-less window: the server falls back to DMA_READ/DMA_WRITE messages */
 	memcpy(nofd + 0x1000, g, 0x8000);
@@ -142,7 +132,7 @@ static void test_jobs(struct harness *h)
 	ok(!memcmp(nofd + 0x200000, g, 0x8000), "fd-less round trip is exact");
 	ok(vcxl_client_dma_requests(c) >= 2, "client answered %llu DMA requests",
 	   (unsigned long long)vcxl_client_dma_requests(c));
-	ok(eventfd_fired(efd, 2000), "completion interrupt after message DMA");
+	ok(h_eventfd_fired(efd, 2000), "completion interrupt after message DMA");
 	st = run_job(c, ACCEL_OP_COPY, ACCEL_JOBF_SRC_HOST, 0x900000000ull, dpa, 0x1000, 0);
 	is(st & (ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR), ACCEL_STATUS_ERROR,
 	   "DMA outside every window: job error");

@@ -420,16 +420,6 @@ static void test_left_as_found(const struct harness *h, uint64_t mb)
 	vcxl_client_close(c);
 }
 
-static bool eventfd_fired(int efd, int ms)
-{
-	struct pollfd p = {.fd = efd, .events = POLLIN};
-	uint64_t v;
-
-	if (poll(&p, 1, ms) != 1)
-		return false;
-	return read(efd, &v, 8) == 8 && v >= 1;
-}
-
 static bool bg_done(struct vcxl_client *c, uint64_t mb)
 {
 	uint64_t st = CXLDEV_MBOX_STATUS_BG_OP;
@@ -478,18 +468,18 @@ static void test_bg_irq_enable(const struct harness *h, uint64_t mb)
 				VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, vec, 1,
 				&efd, 1, NULL),
 	   0, "SET_IRQS: eventfd on vector %u", vec);
-	eventfd_fired(efd, 0);
+	h_eventfd_fired(efd, 0);
 
 	is(mbox_cmd(c, mb, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), NULL, NULL),
 	   CXL_MBOX_RC_BACKGROUND, "Scan Media with the interrupt enable clear");
 	ok(bg_done(c, mb), "completes (polled)");
-	ok(!eventfd_fired(efd, 200), "enable clear: no eventfd signal");
+	ok(!h_eventfd_fired(efd, 200), "enable clear: no eventfd signal");
 
 	vcxl_client_write32(c, BAR2, mb + CXLDEV_MBOX_CTRL, CXLDEV_MBOX_CTRL_BG_CMD_IRQ);
 	is(mbox_cmd_ctrl(c, mb, CXL_MBOX_OP_SCAN_MEDIA, in, sizeof(in), NULL, NULL,
 			 CXLDEV_MBOX_CTRL_BG_CMD_IRQ),
 	   CXL_MBOX_RC_BACKGROUND, "Scan Media with the enable set");
-	ok(eventfd_fired(efd, 2000), "enable set: the eventfd is signalled");
+	ok(h_eventfd_fired(efd, 2000), "enable set: the eventfd is signalled");
 	ok(bg_done(c, mb), "and the command is complete");
 
 	vcxl_client_write32(c, BAR2, mb + CXLDEV_MBOX_CTRL, 0);

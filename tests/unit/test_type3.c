@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "irq_log.h"
 #include "tap.h"
 #include "vcxl/cxl_mbox.h"
 #include "vcxl/cxl_spec.h"
@@ -471,20 +472,6 @@ static void test_background_and_flr(void)
 	   "FLR: label storage kept");
 	ok(br(2, x.md + CXLMDEV_STATUS, 8) & CXLMDEV_STATUS_MBOX_READY, "FLR: mailbox ready");
 	vcxl_model_destroy(m);
-}
-
-struct irq_log {
-	unsigned count, last;
-};
-
-static void on_irq(void *opaque, enum vcxl_irq_type type, unsigned vector)
-{
-	struct irq_log *l = opaque;
-
-	if (type == VCXL_IRQ_MSIX) {
-		l->count++;
-		l->last = vector;
-	}
 }
 
 static uint64_t msix_vctrl_off(unsigned v)

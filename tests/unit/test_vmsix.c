@@ -3,23 +3,11 @@
 #include <linux/pci_regs.h>
 #include <string.h>
 
+#include "irq_log.h"
 #include "tap.h"
 #include "vcxl/model.h"
 #include "vcxl/vfio_cxl.h"
 #include "vdev_util.h"
-
-struct irq_log {
-	unsigned count, last;
-};
-
-static void on_irq(void *opaque, enum vcxl_irq_type type, unsigned vector)
-{
-	struct irq_log *l = opaque;
-	if (type == VCXL_IRQ_MSIX) {
-		l->count++;
-		l->last = vector;
-	}
-}
 
 static uint32_t dev_vctrl(struct vcxl_backend *be, unsigned n)
 {

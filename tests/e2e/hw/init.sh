@@ -22,6 +22,12 @@ finish() {
 	sync
 	poweroff -f
 }
+run() { # run NAME CMD...
+	name=$1; shift
+	out=$("$@" 2>&1); rc=$?
+	echo "$out" | sed "s/^/  $name| /"
+	[ $rc = 0 ] && step "$name" ok "rc=0" || step "$name" fail "rc=$rc"
+}
 echo "=== E2E-HW START === $(uname -r)"
 SOCK=/tmp/vcxl.sock
 # the IOMMU interface to open the device with, and the one it must end up on
@@ -46,9 +52,70 @@ else
 	step no-cxl-acpi ok "cxl_acpi not loaded; iomem CXL entries: $(grep -ci cxl /proc/iomem)"
 fi
 
+# --region-dax (boots with vcxl.dax=1): the region is someone else's.
+# "Firmware" (vcxl-hw-firmware, before vfio-pci has the device) commits the
+# endpoint decoder; the kernel has a device-DAX over its HPA range (memmap= made
+# it Soft Reserved, dax_hmem turns that into /dev/dax0.0); vcxl-server attaches
+# to the committed decoder with that device-DAX as the region memory and
+# programs nothing. vfio-pci resets the device when it is opened, and a reset
+# other than FLR clears HDM decoders (QEMU's cxl-type3 has no FLR), so the
+# device's reset methods are switched off first, as docs/hardware.md says.
+dax_firmware() {
+	vcxl-hw-firmware --device "$BDF" > /tmp/fw.out 2>&1
+	frc=$?
+	cat /tmp/fw.out
+	[ $frc = 0 ] && grep -q '^HW fw-LEFT COMMITTED' /tmp/fw.out &&
+		step dax-firmware ok "endpoint decoder 0 committed through sysfs, before vfio-pci" ||
+		step dax-firmware fail "rc=$frc"
+}
+dax_session() {
+	echo > $D/reset_method 2>/dev/null
+	[ -z "$(cat $D/reset_method 2>/dev/null)" ] && step dax-noreset ok "reset_method emptied" ||
+		step dax-noreset fail "reset_method is '$(cat $D/reset_method 2>/dev/null)'"
+	modprobe dax_hmem 2>/dev/null
+	modprobe device_dax 2>/dev/null
+	i=0
+	while [ ! -c /dev/dax0.0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	X=/sys/bus/dax/devices/dax0.0
+	if [ -c /dev/dax0.0 ]; then
+		step dax-dev ok "/dev/dax0.0 resource=$(cat $X/resource 2>/dev/null) size=$(cat $X/size 2>/dev/null) align=$(cat $X/align 2>/dev/null)"
+	else
+		step dax-dev fail "no /dev/dax0.0 ($(grep -i 'soft reserved' /proc/iomem))"
+	fi
+	SOCK3=/tmp/vcxl-dax.sock
+	vcxl-server --backend vfio --device "$BDF" --iommu $IOMMU --region-dax /dev/dax0.0 \
+		--socket $SOCK3 > /tmp/dax.out 2> /tmp/dax.err &
+	SPID=$!
+	i=0
+	while [ ! -S $SOCK3 ] && kill -0 $SPID 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	if [ -S $SOCK3 ]; then
+		step dax-server ok "vcxl-server --region-dax /dev/dax0.0 (pid $SPID)"
+		run dax-info vcxl info $SOCK3
+		run dax-memtest vcxl memtest $SOCK3 --size 2M
+		kill -TERM $SPID
+		wait $SPID
+		src=$?
+		[ $src = 0 ] && step dax-exit ok "rc=0" || step dax-exit fail "rc=$src"
+	else
+		step dax-server fail "vcxl-server --region-dax did not come up"
+	fi
+	sed 's/^/vcxl-server: /' /tmp/dax.err
+	# once vfio-pci let go of the BARs they can be read again (a BAR a driver holds
+	# cannot be mapped with CONFIG_IO_STRICT_DEVMEM, so not while serving)
+	vcxl-hw-firmware --device "$BDF" --show 2>&1 | sed 's/^HW fw-show /HW dax-closed /'
+	# the kernel owns the window (hmem.0, Soft Reserved): without --region-dax it is refused
+	vcxl-server --backend vfio --device "$BDF" --iommu $IOMMU --socket /tmp/refuse.sock \
+		> /dev/null 2> /tmp/refuse.err
+	rrc=$?
+	sed 's/^/vcxl-server: /' /tmp/refuse.err
+	[ $rrc != 0 ] && grep -q 'region-dax' /tmp/refuse.err &&
+		step dax-refuse ok "rc=$rrc: $(grep -o 'is claimed.*' /tmp/refuse.err | head -1)" ||
+		step dax-refuse fail "rc=$rrc"
+}
 # unbind from cxl_pci, bind to vfio-pci
 drv=$(basename "$(readlink $D/driver 2>/dev/null)" 2>/dev/null)
 [ -n "$drv" ] && echo "$BDF" > $D/driver/unbind
+grep -q 'vcxl\.dax=1' /proc/cmdline && dax_firmware
 modprobe vfio-pci
 modprobe vfio_iommu_type1 2>/dev/null
 echo vfio-pci > $D/driver_override
@@ -56,6 +123,11 @@ echo "$BDF" > /sys/bus/pci/drivers_probe
 now=$(basename "$(readlink $D/driver 2>/dev/null)" 2>/dev/null)
 [ "$now" = vfio-pci ] && step bind ok "was ${drv:-unbound}, now vfio-pci, group $(basename "$(readlink $D/iommu_group)")" ||
 	{ step bind fail "driver is '${now}'"; finish; }
+
+if grep -q 'vcxl\.dax=1' /proc/cmdline; then
+	dax_session
+	finish
+fi
 
 vcxl-hw-serve --device "$BDF" --socket $SOCK --iommu $IOMMU > /tmp/serve.out 2> /tmp/serve.err &
 SPID=$!
@@ -80,12 +152,6 @@ got=$(sed -n 's/^HW open .* iommu=//p' /tmp/serve.out)
 : > /tmp/serve.seen
 cp /tmp/serve.out /tmp/serve.seen
 
-run() { # run NAME CMD...
-	name=$1; shift
-	out=$("$@" 2>&1); rc=$?
-	echo "$out" | sed "s/^/  $name| /"
-	[ $rc = 0 ] && step "$name" ok "rc=0" || step "$name" fail "rc=$rc"
-}
 run info vcxl info $SOCK
 run lspci vcxl lspci $SOCK
 run commit vcxl commit $SOCK --decoder 0 --base 0x1000000000 --size 256M
@@ -118,6 +184,12 @@ if [ -S $SOCK2 ]; then
 	run srv-commit vcxl commit $SOCK2 --decoder 0 --base 0x1000000000 --size 256M
 	run srv-memtest vcxl memtest $SOCK2 --size 1M
 	run srv-dma vcxl-hw-dma $SOCK2 --server-pid $SPID --iova 0x1000000000 --size 16M
+	# an interrupt from the device itself: QEMU's cxl-type3 signals its mailbox MSI-X
+	# vector when a background command ends; vfio-pci's eventfd is the client's.
+	# Scan Media of DPA 0, one 64-byte line (CXL r3.1 8.2.9.9.4.5: DPA u64, length
+	# u64 in 64-byte units, flags u8)
+	run srv-mbox-irq vcxl mbox $SOCK2 --opcode 0x4304 --in 0000000000000000010000000000000000 --irq
+	run srv-mbox vcxl mbox $SOCK2 --opcode 0x4000
 	kill -TERM $SPID
 	wait $SPID
 	src=$?
@@ -135,4 +207,5 @@ else
 	step server-vfio fail "vcxl-server --backend vfio did not come up"
 fi
 sed 's/^/vcxl-server: /' /tmp/srv.err
+
 finish

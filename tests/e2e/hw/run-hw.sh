@@ -29,7 +29,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../../.." && pwd)
 BUILD=$(cd "${1:-build}" && pwd)
 LOG=$BUILD/e2e-hw
-BOOTS=${VCXL_E2E_HW_BOOTS:-2rp 1rp iommufd}
+BOOTS=${VCXL_E2E_HW_BOOTS:-2rp 1rp iommufd dax}
 TMO=${VCXL_E2E_TIMEOUT:-400}
 KCACHE=${VCXL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e}
 CACHE=${VCXL_E2E_HW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e-hw}
@@ -101,7 +101,8 @@ echo "$KVER" > "$CACHE/kver"
 echo "# guest kernel: $KVER ($KROOT)"
 
 # ---- initramfs: base (busybox + modules, cached) + overlay (ours, every run) ----
-BASE=$CACHE/base-$KVER.cpio.gz
+MODS="cxl_pci vfio vfio_pci vfio_pci_core vfio_iommu_type1 vfio_virqfd irqbypass dax_hmem device_dax"
+BASE=$CACHE/base-$KVER-$(echo "$MODS" | sha256sum | cut -c1-8).cpio.gz
 BASE_NOMOD=$CACHE/base-nomod.cpio.gz # busybox only, for the built-in iommufd kernel
 build_base() { # build_base OUT [modules: yes|no]
 	local S=$CACHE/base.staging m ko rel a
@@ -117,7 +118,7 @@ build_base() { # build_base OUT [modules: yes|no]
 	fi
 	depmod -b "$KROOT" "$KVER"
 	mkdir -p "$S/lib/modules/$KVER"
-	for m in cxl_pci vfio vfio_pci vfio_pci_core vfio_iommu_type1 vfio_virqfd irqbypass; do
+	for m in $MODS; do
 		modprobe -C /dev/null -d "$KROOT" -S "$KVER" --show-depends "$m" 2>/dev/null |
 			awk '$1=="insmod"{print $2}'
 	done | sort -u | while read -r ko; do
@@ -138,30 +139,21 @@ build_base() { # build_base OUT [modules: yes|no]
 O=$LOG/overlay.staging
 rm -rf "$O"
 mkdir -p "$O/bin" "$O/usr/bin" "$O/lib/x86_64-linux-gnu" "$O/lib64"
-# the driver: static, against this build's libvcxl
-if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
-	-I"$SRC/include" -o "$O/bin/vcxl-hw-serve" "$HERE/vcxl-hw-serve.c" "$BUILD/libvcxl.a" \
-	-ljson-c -lpthread -lm > "$LOG/build-driver.log" 2>&1; then
-	sed 's/^/# /' "$LOG/build-driver.log"
-	echo "Bail out! building vcxl-hw-serve failed"
+# static programs against this build's libvcxl: the driver (backend + server library,
+# with register read-backs), the real server for the --backend vfio session, the DMA
+# check client and the --region-dax test's "firmware"
+build_static() { # NAME SOURCE
+	${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+		-I"$SRC/include" -o "$O/bin/$1" "$2" "$BUILD/libvcxl.a" \
+		-ljson-c -lpthread -lm > "$LOG/build-$1.log" 2>&1 && return 0
+	sed 's/^/# /' "$LOG/build-$1.log"
+	echo "Bail out! building a static $1 failed"
 	exit 1
-fi
-# the DMA check client, static
-if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror \
-	-I"$SRC/include" -o "$O/bin/vcxl-hw-dma" "$HERE/vcxl-hw-dma.c" "$BUILD/libvcxl.a" \
-	-ljson-c -lpthread -lm > "$LOG/build-dma.log" 2>&1; then
-	sed 's/^/# /' "$LOG/build-dma.log"
-	echo "Bail out! building vcxl-hw-dma failed"
-	exit 1
-fi
-# the real server, static, for the --backend vfio session
-if ! ${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wno-unused-parameter \
-	-I"$SRC/include" -o "$O/bin/vcxl-server" "$SRC/src/server/main.c" "$BUILD/libvcxl.a" \
-	-ljson-c -lpthread -lm > "$LOG/build-server.log" 2>&1; then
-	sed 's/^/# /' "$LOG/build-server.log"
-	echo "Bail out! building a static vcxl-server failed"
-	exit 1
-fi
+}
+build_static vcxl-hw-serve "$HERE/vcxl-hw-serve.c"
+build_static vcxl-server "$SRC/src/server/main.c"
+build_static vcxl-hw-dma "$HERE/vcxl-hw-dma.c"
+build_static vcxl-hw-firmware "$HERE/vcxl-hw-firmware.c"
 # the unchanged CLI with its shared libraries
 CLI=$BUILD/src/tools/vcxl
 [ -x "$CLI" ] || { echo "Bail out! no $CLI (build the tree first)"; exit 1; }
@@ -243,7 +235,15 @@ EOF
 
 check_boot() { # check_boot NAME CONSOLE MEMFILE RP2 QEMU-TRACE
 	local name=$1 con=$2 mem=$3 rp2=$4 trace=$5 s l
-	for s in find-device cedt no-cxl-acpi bind serve iommu info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest srv-dma server-vfio-exit server-vfio-host-decoder server-vfio-iommu server-vfio-protocol; do
+	if [ "$name" = dax ]; then
+		for s in find-device cedt no-cxl-acpi bind; do
+			l=$(grep -a "^STEP $s " "$con" | head -1)
+			tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "$name: $s ${l#STEP $s }"
+		done
+		check_dax "$con" "$mem"
+		return
+	fi
+	for s in find-device cedt no-cxl-acpi bind serve iommu info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest srv-dma srv-mbox-irq srv-mbox server-vfio-exit server-vfio-host-decoder server-vfio-iommu server-vfio-protocol; do
 		l=$(grep -a "^STEP $s " "$con" | head -1)
 		tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "$name: $s ${l#STEP $s }"
 	done
@@ -290,18 +290,53 @@ check_boot() { # check_boot NAME CONSOLE MEMFILE RP2 QEMU-TRACE
 		"$name: DMA_MAP pinned $((${pm:-0} - ${pb:-0})) KiB in the server for the IOMMU; released on DMA_UNMAP and on disconnect (${d#HW dma })"
 	tap "$([ -n "$diova" ] && [ "${inv:-0}" -gt 0 ] && echo 1 || echo 0)" \
 		"$name: IOTLB invalidations over the DMA window ${diova:-?}+${dsize:-?} seen by QEMU's intel-iommu: ${inv:-0}"
+	l=$(grep -a -o 'srv-mbox-irq| background command .*' "$con" | head -1)
+	tap "$(echo "$l" | grep -q 'complete: rc=0x0000 .*MSI-X vector [0-9]* fired' && echo 1 || echo 0)" \
+		"$name: the device's own MSI-X reached the client's eventfd through VFIO_DEVICE_SET_IRQS (${l#srv-mbox-irq| })"
 	local bad
 	bad=$(pattern_check "$mem" "${dpa:-0}" $((1 << 20)) 2>&1)
 	tap "$([ "$bad" = 0 ] && echo 1 || echo 0)" \
 		"$name: memtest's 1 MiB is in the memory-backend file at DPA ${dpa:-?} ($bad bad words)"
 }
 
+check_dax() { # CONSOLE MEMFILE: the --region-dax session
+	local con=$1 mem=$2 s l fr dev cl bad
+	for s in dax-firmware dax-noreset dax-dev dax-server dax-info dax-memtest dax-exit dax-refuse; do
+		l=$(grep -a "^STEP $s " "$con" | head -1)
+		tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "dax: $s ${l#STEP $s }"
+	done
+	fr=$(grep -a '^HW fw-region ' "$con" | head -1)
+	dev=$(grep -a '^STEP dax-dev ' "$con" | head -1)
+	cl=$(grep -a '^HW dax-closed decoder0 ' "$con" | head -1)
+	tap "$([ "$(field "$fr" hpa)" = "$(field "$fr" window | cut -d+ -f1)" ] && [ "$(field "$fr" hpa)" = "$DAX_HPA" ] &&
+		grep -aq '^HW fw-verify=0' "$con" && echo 1 || echo 0)" \
+		"dax: \"firmware\" committed decoder 0 at the window base $DAX_HPA, where memmap= put the Soft Reserved range (${fr#HW fw-region })"
+	tap "$([ -n "$(field "$dev" resource)" ] && [ "$(($(field "$dev" resource)))" = "$(($(field "$fr" hpa)))" ] &&
+		[ "$(($(field "$dev" size)))" = "$(($(field "$fr" size)))" ] && echo 1 || echo 0)" \
+		"dax: the kernel's device-DAX covers exactly the committed range (${dev#STEP dax-dev ok })"
+	tap "$(grep -aq '  dax-info| .*firmware' "$con" && echo 1 || echo 0)" \
+		"dax: the server advertises a firmware-committed region ($(grep -a -o '  dax-info| .*firmware.*' "$con" | head -1 | sed 's/^  dax-info| //'))"
+	l="decoder 0 HPA \\[$(field "$fr" hpa), +$(field "$fr" size)) DPA $(field "$fr" dpa) (firmware-committed, attached)"
+	tap "$(grep -aq "vcxl-server: .*info: dev0: host region: $l" "$con" &&
+		grep -aq 'vcxl-server: .*dev0: host decoder 0 verified unchanged' "$con" && echo 1 || echo 0)" \
+		"dax: the server attached to firmware's decoder and found it unchanged at shutdown"
+	echo "# dax: after the server closed the device: ${cl#HW dax-closed } (vfio-pci bus-resets on release a device it could not function-reset, and QEMU clears HDM decoders on reset)"
+	bad=$(pattern_check "$mem" "$(field "$fr" dpa)" $((2 << 20)) 2>&1)
+	tap "$([ "$bad" = 0 ] && echo 1 || echo 0)" \
+		"dax: memtest's 2 MiB through the device-DAX is in the memory-backend file ($bad bad words)"
+}
+
+DAX_HPA=0x2d0000000
+E820_SOFT_RESERVED=0xefffffff # E820_TYPE_SOFT_RESERVED (arch/x86/include/asm/e820/types.h)
 for boot in $BOOTS; do
 	rp2=0
-	[ "$boot" != 1rp ] && rp2=1
+	[ "$boot" != 1rp ] && [ "$boot" != dax ] && rp2=1 # dax: one root port, as firmware set it up
 	KIMG=$KROOT/boot/vmlinuz-$KVER
 	INITRD=$LOG/initramfs.cpio.gz
 	IOMMU_ARGS="vcxl.iommu=auto vcxl.want=group"
+	# dax: the window's first 256 MiB (QEMU puts the CFMWS window at DAX_HPA for this
+	# machine; check_dax fails if not) become Soft Reserved, which dax_hmem exposes
+	[ "$boot" = dax ] && IOMMU_ARGS="$IOMMU_ARGS vcxl.dax=1 memmap=256M%$DAX_HPA+$E820_SOFT_RESERVED"
 	if [ "$boot" = iommufd ]; then
 		if [ -z "$IKERNEL" ]; then
 			echo "SKIP e2e-hw iommufd boot: $WHY" >&2

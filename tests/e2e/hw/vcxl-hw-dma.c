@@ -89,7 +89,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc || pid <= 0) {
-		fprintf(stderr, "usage: vcxl-hw-dma SOCKET --server-pid PID [--iova A] [--size S]\n");
+		fprintf(stderr,
+			"usage: vcxl-hw-dma SOCKET --server-pid PID [--iova A] [--size S]\n");
 		return 2;
 	}
 	int mfd = memfd_create("vcxl-hw-dma", MFD_CLOEXEC);
