@@ -86,6 +86,13 @@ int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 void vcxl_vdev_destroy(struct vcxl_vdev *v);
 
 void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info);
+
+/* Resets so far, and how many of them cleared the host region's decoder so
+ * that vcxl_vdev_reset had to program it again. */
+struct vcxl_vdev_stats {
+	uint64_t resets, region_restores;
+};
+void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st);
 int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregion_info *ri);
 /* Region access: returns 0 or -errno (-EINVAL bad index/offset/size). */
 int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf, size_t len);

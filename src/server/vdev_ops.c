@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* struct vcxl_dev_ops bound to the vfio-cxl core (vfio_cxl.h) and the model's timers. */
 #include "vcxl/model.h"
+#include "vcxl/host_cxl.h"
 #include "vcxl/server.h"
 
 static struct vcxl_vdev *sdev_vdev(void *dev)
@@ -70,7 +71,20 @@ static void sdev_set_dma(void *dev, const struct vcxl_dma_ops *ops, void *opaque
 
 static int sdev_reset(void *dev)
 {
-	return vcxl_vdev_reset(sdev_vdev(dev));
+	struct vcxl_vdev *v = sdev_vdev(dev);
+	struct vcxl_vdev_stats before, after;
+
+	vcxl_vdev_get_stats(v, &before);
+	int rc = vcxl_vdev_reset(v);
+	vcxl_vdev_get_stats(v, &after);
+	if (after.region_restores != before.region_restores) {
+		const struct vcxl_region *r = vcxl_vdev_region(v);
+		vcxl_log(VCXL_LOG_INFO,
+			 "host decoder %u [0x%llx, +0x%llx) was cleared by the reset: "
+			 "programmed and committed again",
+			 r->decoder, (unsigned long long)r->hpa, (unsigned long long)r->size);
+	}
+	return rc;
 }
 
 static void sdev_client_gone(void *dev)

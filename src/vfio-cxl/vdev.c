@@ -415,8 +415,15 @@ int vcxl_vdev_reset(struct vcxl_vdev *v)
 	if (vcxl_region_verify(v->region)) {
 		int r2 = vcxl_region_restore(v->region, NULL, 0);
 		rc = rc ? rc : r2;
+		v->region_restores += !r2;
 	}
 	return rc;
+}
+
+void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)
+{
+	st->resets = v->flrs;
+	st->region_restores = v->region_restores;
 }
 
 /* The client's eventfds are gone: every device MSI-X entry back to masked. */

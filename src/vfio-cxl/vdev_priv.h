@@ -83,7 +83,7 @@ struct vcxl_vdev {
 
 	vcxl_hdm_notify_fn hdm_notify;
 	void *hdm_notify_opaque;
-	uint64_t virtual_cxl_resets, flrs;
+	uint64_t virtual_cxl_resets, flrs, region_restores;
 	bool gone_logged; /* the backend reported the device gone */
 };
 

@@ -457,6 +457,26 @@ static void test_reset(void)
 		ok(1, "# skip: device without FLR capability");
 	}
 
+	/* a device whose reset clears HDM decoders (a bus reset for lack of FLR, as
+	 * vfio-pci does it): the host region is programmed again, and counted */
+	struct vcxl_vdev_stats st0, st1;
+	struct vcxl_cxl_dev *hd = vcxl_vdev_host_dev(e.v);
+	uint64_t h0 = hd->comp_off + hd->hdm_off;
+	uint64_t c0 = 0;
+	vcxl_vdev_get_stats(e.v, &st0);
+	e.raw->ops->bar_read(e.raw->dev, hd->comp_bar, h0 + CXL_HDM_DEC_CTRL(r->decoder), 4, &c0);
+	e.raw->ops->bar_write(e.raw->dev, hd->comp_bar, h0 + CXL_HDM_DEC_CTRL(r->decoder), 4,
+			      c0 & ~(uint64_t)CXL_HDM_DEC_CTRL_COMMIT);
+	ok(vcxl_region_verify(r) != 0, "decoder gone from the device");
+	is(vcxl_vdev_reset(e.v), 0, "reset of a device that lost the decoder");
+	vcxl_vdev_get_stats(e.v, &st1);
+	is(st1.resets, st0.resets + 1, "stats: one more reset");
+	is(st1.region_restores, st0.region_restores + 1, "stats: the region was restored");
+	is(vcxl_region_verify(r), 0, "host region decodes again");
+	is(vcxl_vdev_reset(e.v), 0, "a reset that keeps the decoder");
+	vcxl_vdev_get_stats(e.v, &st0);
+	is(st0.region_restores, st1.region_restores, "stats: nothing to restore");
+
 	guest_commit(e.v, r->size);
 	resets = e.w.resets;
 	vcxl_vdev_client_gone(e.v);

@@ -190,6 +190,10 @@ if [ -S $SOCK2 ]; then
 	# u64 in 64-byte units, flags u8)
 	run srv-mbox-irq vcxl mbox $SOCK2 --opcode 0x4304 --in 0000000000000000010000000000000000 --irq
 	run srv-mbox vcxl mbox $SOCK2 --opcode 0x4000
+	# DEVICE_RESET: VFIO_DEVICE_RESET (a bus reset for a device without FLR), which
+	# clears the endpoint decoder; the host core puts its region back
+	run srv-reset vcxl reset $SOCK2
+	run srv-memtest-reset vcxl memtest $SOCK2 --size 1M
 	kill -TERM $SPID
 	wait $SPID
 	src=$?
