@@ -183,6 +183,7 @@ if [ -S $SOCK2 ]; then
 	run srv-info vcxl info $SOCK2
 	run srv-commit vcxl commit $SOCK2 --decoder 0 --base 0x1000000000 --size 256M
 	run srv-memtest vcxl memtest $SOCK2 --size 1M
+	run srv-mmap vcxl-hw-mmap $SOCK2
 	run srv-dma vcxl-hw-dma $SOCK2 --server-pid $SPID --iova 0x1000000000 --size 16M
 	# an interrupt from the device itself: QEMU's cxl-type3 signals its mailbox MSI-X
 	# vector when a background command ends; vfio-pci's eventfd is the client's.

@@ -154,6 +154,7 @@ build_static vcxl-hw-serve "$HERE/vcxl-hw-serve.c"
 build_static vcxl-server "$SRC/src/server/main.c"
 build_static vcxl-hw-dma "$HERE/vcxl-hw-dma.c"
 build_static vcxl-hw-firmware "$HERE/vcxl-hw-firmware.c"
+build_static vcxl-hw-mmap "$HERE/vcxl-hw-mmap.c"
 # the unchanged CLI with its shared libraries
 CLI=$BUILD/src/tools/vcxl
 [ -x "$CLI" ] || { echo "Bail out! no $CLI (build the tree first)"; exit 1; }
@@ -243,7 +244,7 @@ check_boot() { # check_boot NAME CONSOLE MEMFILE RP2 QEMU-TRACE
 		check_dax "$con" "$mem"
 		return
 	fi
-	for s in find-device cedt no-cxl-acpi bind serve iommu info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest srv-dma srv-mbox-irq srv-mbox srv-reset srv-memtest-reset server-vfio-exit server-vfio-host-decoder server-vfio-iommu server-vfio-protocol; do
+	for s in find-device cedt no-cxl-acpi bind serve iommu info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest srv-mmap srv-dma srv-mbox-irq srv-mbox srv-reset srv-memtest-reset server-vfio-exit server-vfio-host-decoder server-vfio-iommu server-vfio-protocol; do
 		l=$(grep -a "^STEP $s " "$con" | head -1)
 		tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "$name: $s ${l#STEP $s }"
 	done
@@ -290,6 +291,10 @@ check_boot() { # check_boot NAME CONSOLE MEMFILE RP2 QEMU-TRACE
 		"$name: DMA_MAP pinned $((${pm:-0} - ${pb:-0})) KiB in the server for the IOMMU; released on DMA_UNMAP and on disconnect (${d#HW dma })"
 	tap "$([ -n "$diova" ] && [ "${inv:-0}" -gt 0 ] && echo 1 || echo 0)" \
 		"$name: IOTLB invalidations over the DMA window ${diova:-?}+${dsize:-?} seen by QEMU's intel-iommu: ${inv:-0}"
+	l=$(grep -a -o 'HW mmap-summary .*' "$con" | head -1)
+	tap "$([ "$(field "$l" mismatches)" = 0 ] && [ "$(field "$l" comp_exposed)" = 0 ] &&
+		[ "${l:-}" != "" ] && [ "$(field "$l" areas)" -gt 0 ] && echo 1 || echo 0)" \
+		"$name: the BAR areas a VMM mmaps are the device's own (same words as REGION_READ), the component block in none (${l#HW mmap-summary })"
 	l=$(grep -a -o 'host decoder [0-9]* \[.*) was cleared by the reset: programmed and committed again' "$con" | head -1)
 	tap "$([ -n "$l" ] && grep -aq '^STEP srv-memtest-reset ok' "$con" && echo 1 || echo 0)" \
 		"$name: DEVICE_RESET (vfio-pci bus reset) cleared the endpoint decoder; the host core put the region back (${l:-no restore logged})"
