@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * Seed corpus generator: `gen_corpus DIR` writes DIR/{vfio_user,vdev_regs,
- * version}/<seed> in the input formats of the three harnesses (see their
+ * version,hw_tables}/<seed> in the input formats of the four harnesses (see their
  * headers). The message sequences are the real ones: QEMU 10.2's realize
  * order (VERSION with its JSON, DMA_MAPs first, GET_INFO, GET_REGION_INFO
  * 0-9 with argsz 32 and the argsz retry, GET_IRQ_INFO, REGION_READ of the
@@ -10,12 +10,16 @@
  * DMA through an fd window and through DMA_READ/DMA_WRITE messages (the
  * client's replies are in the stream). Offsets come from a device built like
  * the harnesses' (fuzz_dev.h), so seeds hit the registers they name.
+ * hw_tables/ holds what firmware and the kernel hand the hardware backend:
+ * QEMU-like CEDTs (good, truncated, bad checksum, interleaved), region info
+ * replies with sparse-mmap capabilities, and /proc/iomem snippets.
  */
 #include <errno.h>
 #include <sys/stat.h>
 
 #include "fuzz_dev.h"
 #include "vcxl/cxl_spec.h"
+#include "vcxl/hw_vfio.h"
 
 #define SEED_MAX   (256u << 10)
 #define MAP_MAX	   32
@@ -520,6 +524,226 @@ static void seeds_version(void)
 	v_save("huge-number", 0, "{\"capabilities\":{\"max_dma_maps\":18446744073709551615}}");
 }
 
+/* ---- hw_tables seeds (fuzz_hw_tables.c: [sel] [input]) ------------------ */
+
+enum { HW_CEDT, HW_REGION, HW_IOMEM };
+#define HW_CEDT_FIXUP (3 * 5 * 3) /* CEDT, length and checksum fixed up by the harness */
+
+struct cedt {
+	uint8_t b[1024];
+	size_t len;
+};
+
+static void put_le(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* ACPI 6.5 5.2.6: header with signature, revision 1, OEM id */
+static void cedt_init(struct cedt *t)
+{
+	memset(t, 0, sizeof(*t));
+	memcpy(t->b, "CEDT", 4);
+	t->b[8] = 1;
+	memcpy(t->b + 10, "BOCHS ", 6);
+	t->len = 36;
+}
+
+/* the length field, then the checksum byte: all bytes sum to 0 */
+static void cedt_fix(struct cedt *t)
+{
+	uint8_t sum = 0;
+
+	put_le(t->b + 4, t->len, 4);
+	t->b[9] = 0;
+	for (size_t i = 0; i < t->len; i++)
+		sum = (uint8_t)(sum + t->b[i]);
+	t->b[9] = (uint8_t)(0x100 - sum);
+}
+
+/* CXL r3.1 9.18.1.2: CHBS, 32 bytes */
+static void cedt_chbs(struct cedt *t, uint32_t uid, uint32_t ver, uint64_t base, uint64_t len)
+{
+	uint8_t *p = t->b + t->len;
+
+	p[0] = 0;
+	put_le(p + 2, 32, 2);
+	put_le(p + 4, uid, 4);
+	put_le(p + 8, ver, 4);
+	put_le(p + 16, base, 8);
+	put_le(p + 24, len, 8);
+	t->len += 32;
+}
+
+/* CXL r3.1 9.18.1.3: CFMWS, 36 bytes + 4 per target */
+static void cedt_cfmws(struct cedt *t, uint64_t base, uint64_t size, uint8_t eniw, uint16_t restr,
+		       const uint32_t *tgt, unsigned ntgt)
+{
+	uint8_t *p = t->b + t->len;
+
+	p[0] = 1;
+	put_le(p + 2, 36 + 4 * ntgt, 2);
+	put_le(p + 8, base, 8);
+	put_le(p + 16, size, 8);
+	p[24] = eniw;
+	put_le(p + 28, 0, 4); /* HBIG 256 bytes */
+	put_le(p + 32, restr, 2);
+	for (unsigned i = 0; i < ntgt; i++)
+		put_le(p + 36 + 4 * i, tgt[i], 4);
+	t->len += 36 + 4 * ntgt;
+}
+
+static void hw_save(const char *name, uint8_t sel, const void *p, size_t len)
+{
+	write_file("hw_tables", name, &sel, 1, p, len);
+}
+
+/* The table QEMU builds for one pxb-cxl host bridge (uid 12) and one window */
+static void seeds_cedt(void)
+{
+	static const uint32_t one[] = {12}, two[] = {12, 13};
+	const uint16_t all =
+	    VCXL_CFMWS_R_TYPE2 | VCXL_CFMWS_R_TYPE3 | VCXL_CFMWS_R_VOLATILE | VCXL_CFMWS_R_PMEM;
+	struct cedt t;
+
+	cedt_init(&t);
+	cedt_chbs(&t, 12, 1, 0x290000000ull, 0x10000);
+	cedt_cfmws(&t, 0x4a0000000ull, 16 * VCXL_SZ_256M, CXL_HDM_IW_1, all, one, 1);
+	cedt_fix(&t);
+	hw_save("cedt-qemu", HW_CEDT, t.b, t.len);
+	hw_save("cedt-truncated", HW_CEDT + 3, t.b, t.len - 8);
+	t.b[9] ^= 0x01;
+	hw_save("cedt-bad-checksum", HW_CEDT + 6, t.b, t.len);
+
+	/* two host bridges, a 1-way and a 2-way window, a structure of another type */
+	cedt_init(&t);
+	cedt_chbs(&t, 12, 1, 0x290000000ull, 0x10000);
+	cedt_chbs(&t, 13, 1, 0x290010000ull, 0x10000);
+	cedt_cfmws(&t, 0x4a0000000ull, 16 * VCXL_SZ_256M, CXL_HDM_IW_1, all, one, 1);
+	cedt_cfmws(&t, 0x5a0000000ull, 16 * VCXL_SZ_256M, CXL_HDM_IW_2, all, two, 2);
+	t.b[t.len] = 2; /* CXIMS, skipped */
+	put_le(t.b + t.len + 2, 16, 2);
+	t.len += 16;
+	cedt_fix(&t);
+	hw_save("cedt-interleaved", HW_CEDT_FIXUP, t.b, t.len);
+
+	/* one host bridge more than the parser keeps: -ENOSPC */
+	cedt_init(&t);
+	for (uint32_t i = 0; i <= VCXL_CEDT_MAX_CHBS; i++)
+		cedt_chbs(&t, i, 1, 0x290000000ull + 0x10000ull * i, 0x10000);
+	cedt_fix(&t);
+	hw_save("cedt-too-many-chbs", HW_CEDT_FIXUP, t.b, t.len);
+
+	/* adjacent windows, the higher one first: both kept */
+	cedt_init(&t);
+	cedt_chbs(&t, 12, 1, 0x290000000ull, 0x10000);
+	cedt_cfmws(&t, 0x5a0000000ull, 16 * VCXL_SZ_256M, CXL_HDM_IW_1, all, one, 1);
+	cedt_cfmws(&t, 0x4a0000000ull, 16 * VCXL_SZ_256M, CXL_HDM_IW_1, all, one, 1);
+	cedt_fix(&t);
+	hw_save("cedt-adjacent", HW_CEDT, t.b, t.len);
+
+	/* the second window overlaps the first: refused */
+	cedt_init(&t);
+	cedt_chbs(&t, 12, 1, 0x290000000ull, 0x10000);
+	cedt_cfmws(&t, 0x4a0000000ull, 16 * VCXL_SZ_256M, CXL_HDM_IW_1, all, one, 1);
+	cedt_cfmws(&t, 0x590000000ull, 2 * VCXL_SZ_256M, CXL_HDM_IW_1, all, one, 1);
+	cedt_fix(&t);
+	hw_save("cedt-overlap", HW_CEDT, t.b, t.len);
+}
+
+/* linux/vfio.h: a reply with the capability chain the kernel builds */
+static size_t region_reply(uint8_t *b, size_t cap, uint64_t size, bool msix_cap,
+			   const struct vfio_region_sparse_mmap_area *areas, unsigned n)
+{
+	struct vfio_region_info ri = {.flags =
+					  VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE |
+					  VFIO_REGION_INFO_FLAG_MMAP | VFIO_REGION_INFO_FLAG_CAPS,
+				      .index = 0,
+				      .cap_offset = sizeof(ri),
+				      .size = size,
+				      .offset = 0};
+	struct vfio_info_cap_header msix = {.id = VFIO_REGION_INFO_CAP_MSIX_MAPPABLE, .version = 1};
+	struct vfio_region_info_cap_sparse_mmap sm = {
+	    .header = {.id = VFIO_REGION_INFO_CAP_SPARSE_MMAP, .version = 1}, .nr_areas = n};
+	size_t at = sizeof(ri);
+
+	if (sizeof(ri) + sizeof(msix) + sizeof(sm) + n * sizeof(areas[0]) > cap)
+		return 0;
+	memset(b, 0, cap);
+	if (msix_cap) {
+		msix.next = (uint32_t)(at + sizeof(msix));
+		memcpy(b + at, &msix, sizeof(msix));
+		at += sizeof(msix);
+	}
+	memcpy(b + at, &sm, sizeof(sm));
+	memcpy(b + at + sizeof(sm), areas, n * sizeof(areas[0]));
+	at += sizeof(sm) + n * sizeof(areas[0]);
+	ri.argsz = (uint32_t)at;
+	memcpy(b, &ri, sizeof(ri));
+	return at;
+}
+
+static void seeds_region(void)
+{
+	/* a 64 KiB BAR with the MSI-X table page at 0x2000 carved out */
+	static const struct vfio_region_sparse_mmap_area two[] = {{0, 0x2000}, {0x3000, 0xd000}};
+	static const struct vfio_region_sparse_mmap_area six[] = {
+	    {0, 0x1000},      {0x2000, 0x1000}, {0x4000, 0x1000},
+	    {0x6000, 0x1000}, {0x8000, 0x1000}, {0xa000, 0x6000}};
+	uint8_t b[512];
+	struct vfio_region_info ri = {.argsz = sizeof(ri),
+				      .flags =
+					  VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE,
+				      .index = VFIO_PCI_CONFIG_REGION_INDEX,
+				      .size = 0x1000,
+				      .offset = 0x70000000000ull};
+
+	hw_save("region-sparse2", HW_REGION, b, region_reply(b, sizeof(b), 0x10000, false, two, 2));
+	hw_save("region-msix-sparse2", HW_REGION, b,
+		region_reply(b, sizeof(b), 0x10000, true, two, 2));
+	hw_save("region-sparse0", HW_REGION, b, region_reply(b, sizeof(b), 0x10000, false, two, 0));
+	/* more areas than VCXL_BAR_MAX_AREAS: kept 4, overflow noted */
+	hw_save("region-sparse6", HW_REGION, b, region_reply(b, sizeof(b), 0x10000, false, six, 6));
+	hw_save("region-config", HW_REGION, &ri, sizeof(ri));
+}
+
+/* [base 8] [size 8] text */
+static void iomem_save(const char *name, uint64_t base, uint64_t size, const char *text)
+{
+	uint8_t b[1024];
+	size_t n = strlen(text);
+
+	b[0] = HW_IOMEM;
+	put_le(b + 1, base, 8);
+	put_le(b + 9, size, 8);
+	memcpy(b + 17, text, n);
+	write_file("hw_tables", name, b, 17 + n, NULL, 0);
+}
+
+/* /proc/iomem on a QEMU q35 guest with a cxl-type3 behind pxb-cxl 12 */
+static void seeds_iomem(void)
+{
+	static const char io[] = "00000000-00000fff : Reserved\n"
+				 "00001000-0009fbff : System RAM\n"
+				 "290000000-29000ffff : PNP0A08:00\n"
+				 "4a0000000-59fffffff : CXL Window 0\n"
+				 "  4a0000000-4afffffff : region0\n"
+				 "5a0000000-6ffffffff : PCI Bus 0000:00\n"
+				 "  600000000-6000fffff : PCI Bus 0000:0c\n";
+
+	iomem_save("iomem-cxl-window", 0x4a0000000ull, 16 * VCXL_SZ_256M, io);
+	iomem_save("iomem-free", 0x610000000ull, VCXL_SZ_256M, io);
+	iomem_save("iomem-bridge-overlap", 0x5f0000000ull, 2 * VCXL_SZ_256M, io);
+}
+
+static void seeds_hw_tables(void)
+{
+	seeds_cedt();
+	seeds_region();
+	seeds_iomem();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -541,6 +765,7 @@ int main(int argc, char **argv)
 	seed_errors();
 	seeds_vdev_regs();
 	seeds_version();
+	seeds_hw_tables();
 	fz_dev_close(&dev);
 	printf("gen_corpus: %u seeds in %s\n", seeds, out_dir);
 	return 0;

@@ -22,7 +22,12 @@ LOG=
 [ "${3:-}" = "--testlog" ] && LOG=${4:-}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$B/fuzz-work
-HARNESSES="vfio_user vdev_regs version"
+# the harnesses fuzz/meson.build builds (its fuzz_harnesses list)
+HARNESSES=$(sed -n "s/^fuzz_harnesses = \[\(.*\)\]/\1/p" "$SRC/fuzz/meson.build" | tr -d "',")
+if [ -z "$HARNESSES" ]; then
+	echo "$0: no fuzz_harnesses list in $SRC/fuzz/meson.build" >&2
+	exit 2
+fi
 status=0
 total_execs=0
 total_secs=0
@@ -31,6 +36,7 @@ max_len() {
 	case $1 in
 	vfio_user) echo 8192 ;;
 	vdev_regs) echo 6145 ;;
+	hw_tables) echo 4097 ;;
 	*) echo 8193 ;;
 	esac
 }

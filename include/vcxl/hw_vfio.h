@@ -67,9 +67,12 @@ struct vcxl_cedt {
 };
 
 /* Parse a whole CEDT (ACPI header included) from buf. Every length is
- * checked against the buffer and the table; the checksum must be right;
- * overlapping windows and duplicate host bridge UIDs are refused.
- * 0, or -EINVAL / -ENOSPC (too many structures) with a one-line reason. */
+ * checked against the buffer and the table (the header's length may be less
+ * than len: the bytes after it are ignored); the checksum must be right;
+ * a CFMWS window must be non-empty, not wrap, and have base and size
+ * multiples of 256 MiB (CXL r3.1 9.18.1.3); overlapping windows and
+ * duplicate host bridge UIDs are refused. 0, or -EINVAL / -ENOSPC (too many
+ * structures) with a one-line reason and *out all zero. */
 int vcxl_cedt_parse(const void *buf, size_t len, struct vcxl_cedt *out, char *err, size_t errlen);
 /* Read and parse a CEDT file (default /sys/firmware/acpi/tables/CEDT). */
 int vcxl_cedt_read(const char *path, struct vcxl_cedt *out, char *err, size_t errlen);
@@ -93,8 +96,10 @@ int vcxl_hw_topo_find(const char *sysfs_root, const char *bdf, struct vcxl_hw_to
 		      size_t errlen);
 
 /* Is any part of [base, base + size) claimed in iomem (a /proc/iomem text)?
- * Resources that strictly contain the range (bridge windows) don't count.
- * 1 + the claimant's name, 0 if free, -EINVAL on unparsable text. */
+ * Lines are "<spaces>start-end : name" with start <= end in hex digits;
+ * other lines are skipped. Resources that strictly contain the range
+ * (bridge windows) don't count. 1 + the first claimant's name (truncated to
+ * wholen), 0 if free, -EINVAL for a NULL text or an empty or wrapping range. */
 int vcxl_hw_iomem_claimed(const char *iomem, uint64_t base, uint64_t size, char *who,
 			  size_t wholen);
 
@@ -196,7 +201,11 @@ struct vcxl_hw_layout {
 int vcxl_hw_vfio_from_layout(const struct vcxl_hw_layout *l, struct vcxl_hw_vfio **out, char *err,
 			     size_t errlen);
 /* Decode a VFIO_DEVICE_GET_REGION_INFO reply (with its capability chain) of
- * buflen bytes into r. -EINVAL on a malformed chain. */
+ * buflen bytes into r. Capabilities must lie past the fixed part, 4-byte
+ * aligned, inside min(argsz, buflen), the chain only going forward; sparse
+ * mmap areas must be non-empty and inside the region (more than
+ * VCXL_BAR_MAX_AREAS: the rest is dropped, sparse_overflow set; none: the
+ * MMAP flag is cleared). -EINVAL on a short reply or a malformed chain. */
 int vcxl_hw_region_decode(const void *buf, size_t buflen, struct vcxl_hw_region *r);
 
 /* ---- The host address window, end to end --------------------------------- */

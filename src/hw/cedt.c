@@ -187,23 +187,12 @@ static bool checksum_ok(const uint8_t *p, size_t len)
 	return sum == 0;
 }
 
-int vcxl_cedt_parse(const void *buf, size_t len, struct vcxl_cedt *out, char *err, size_t errlen)
+/* CXL r3.1 9.18.1: the structures after the header, each inside the table */
+static int cedt_walk(const uint8_t *p, uint32_t tlen, struct vcxl_cedt *out, char *err,
+		     size_t errlen)
 {
-	const uint8_t *p = buf;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	if (!buf || len < ACPI_HDR_LEN)
-		return hw_err(err, errlen, -EINVAL, "CEDT: %zu bytes, shorter than an ACPI header",
-			      len);
-	if (memcmp(p, "CEDT", 4))
-		return hw_err(err, errlen, -EINVAL, "CEDT: signature is not CEDT");
-	uint32_t tlen = get32(p + ACPI_HDR_LENGTH);
-	if (tlen < ACPI_HDR_LEN || tlen > len)
-		return hw_err(err, errlen, -EINVAL, "CEDT: table length %u, %zu bytes available",
-			      tlen, len);
-	if (!checksum_ok(p, tlen))
-		return hw_err(err, errlen, -EINVAL, "CEDT: bad checksum");
 	for (uint32_t at = ACPI_HDR_LEN; at < tlen;) {
 		if (tlen - at < CEDT_REC_HDR_LEN)
 			return hw_err(err, errlen, -EINVAL,
@@ -225,13 +214,34 @@ int vcxl_cedt_parse(const void *buf, size_t len, struct vcxl_cedt *out, char *er
 			rc = 0;
 			break;
 		}
-		if (rc) {
-			memset(out, 0, sizeof(*out));
+		if (rc)
 			return rc;
-		}
 		at += rlen;
 	}
 	return 0;
+}
+
+int vcxl_cedt_parse(const void *buf, size_t len, struct vcxl_cedt *out, char *err, size_t errlen)
+{
+	const uint8_t *p = buf;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!buf || len < ACPI_HDR_LEN)
+		return hw_err(err, errlen, -EINVAL, "CEDT: %zu bytes, shorter than an ACPI header",
+			      len);
+	if (memcmp(p, "CEDT", 4))
+		return hw_err(err, errlen, -EINVAL, "CEDT: signature is not CEDT");
+	uint32_t tlen = get32(p + ACPI_HDR_LENGTH);
+	if (tlen < ACPI_HDR_LEN || tlen > len)
+		return hw_err(err, errlen, -EINVAL, "CEDT: table length %u, %zu bytes available",
+			      tlen, len);
+	if (!checksum_ok(p, tlen))
+		return hw_err(err, errlen, -EINVAL, "CEDT: bad checksum");
+	rc = cedt_walk(p, tlen, out, err, errlen);
+	if (rc) /* a refused table leaves nothing half-parsed */
+		memset(out, 0, sizeof(*out));
+	return rc;
 }
 
 int hw_read_file(const char *path, char **buf, size_t *len, size_t max)

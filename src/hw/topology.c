@@ -185,22 +185,33 @@ int vcxl_hw_topo_find(const char *sysfs_root, const char *bdf, struct vcxl_hw_to
 	return 0;
 }
 
+/* Hex digits only (no sign, 0x prefix or whitespace: strtoull would take
+ * those, and skip a newline), at least one, fitting 64 bits. */
+static const char *iomem_hex(const char *p, uint64_t *v)
+{
+	const char *start = p;
+
+	*v = 0;
+	for (; isxdigit((unsigned char)*p); p++) {
+		unsigned d = isdigit((unsigned char)*p)
+				 ? (unsigned)(*p - '0')
+				 : (unsigned)(tolower((unsigned char)*p) - 'a' + 10);
+		if (*v >> 60)
+			return NULL;
+		*v = *v << 4 | d;
+	}
+	return p > start ? p : NULL;
+}
+
 /* One /proc/iomem line: "<indent>start-end : name" */
 static bool iomem_line(const char *l, uint64_t *s, uint64_t *e, const char **name)
 {
-	char *end;
-
 	while (*l == ' ')
 		l++;
-	if (!isxdigit((unsigned char)*l))
+	if (!(l = iomem_hex(l, s)) || *l != '-' || !(l = iomem_hex(l + 1, e)) ||
+	    strncmp(l, " : ", 3))
 		return false;
-	*s = strtoull(l, &end, 16);
-	if (*end != '-')
-		return false;
-	*e = strtoull(end + 1, &end, 16);
-	if (strncmp(end, " : ", 3))
-		return false;
-	*name = end + 3;
+	*name = l + 3;
 	return *e >= *s;
 }
 
@@ -217,7 +228,7 @@ int vcxl_hw_iomem_claimed(const char *iomem, uint64_t base, uint64_t size, char 
 		if (iomem_line(l, &s, &e, &name) && s <= last && e >= base) {
 			bool contains = s <= base && e >= last && (s != base || e != last);
 			if (!contains) {
-				size_t k = nl ? (size_t)(nl - name) : strlen(name);
+				size_t k = strcspn(name, "\n");
 				if (who && wholen) {
 					if (k >= wholen)
 						k = wholen - 1;

@@ -158,7 +158,7 @@ static void test_parse_truncated(void)
 	struct vcxl_cedt c;
 	char err[160];
 	size_t bounds[8];
-	unsigned nb, bad_ok = 0, good_fail = 0, short_ok = 0;
+	unsigned nb, bad_ok = 0, good_fail = 0, short_ok = 0, partial = 0;
 
 	tb_good(&t, bounds, &nb);
 	/* a buffer shorter than the table length never parses */
@@ -177,9 +177,14 @@ static void test_parse_truncated(void)
 			good_fail++;
 		if (!is_bound(cut, bounds, nb) && rc != -EINVAL)
 			bad_ok++;
+		/* found by fuzz_hw_tables: a structure running past the table
+		 * returned the structures before it */
+		if (rc && c.nchbs + c.ncfmws + c.nother)
+			partial++;
 	}
 	is(good_fail, 0, "cuts at structure boundaries parse");
 	is(bad_ok, 0, "cuts inside a structure are refused");
+	is(partial, 0, "a refused table returns no structures");
 	ok(vcxl_cedt_parse(NULL, 100, &c, err, sizeof(err)) == -EINVAL, "NULL buffer refused");
 }
 
@@ -339,6 +344,24 @@ static void test_iomem(void)
 	is(vcxl_hw_iomem_claimed(io, 0x4a0000000ull, 0, who, sizeof(who)), -EINVAL, "size 0");
 	is(vcxl_hw_iomem_claimed("garbage\n\n  : x\n", 0x4a0000000ull, G, who, sizeof(who)), 0,
 	   "unparsable lines ignored");
+	/* found by fuzz_hw_tables: strtoull took a sign ("a--b": end = -b) and
+	 * skipped a newline, making one resource of two lines with the name's
+	 * length negative (a read past the text) */
+	is(vcxl_hw_iomem_claimed("4a0000000--10000000 : x\n", 0x490000000ull, 8 * G, who,
+				 sizeof(who)),
+	   0, "a signed end is not a number");
+	strcpy(who, "unchanged");
+	is(vcxl_hw_iomem_claimed("10-\n20 : x", 0x18, 0x10, who, sizeof(who)), 0,
+	   "a resource does not span two lines");
+	ok(!strcmp(who, "unchanged"), "no claimant written: '%s'", who);
+	is(vcxl_hw_iomem_claimed("0x10-0x20 : x\n 10- 20 : y\n", 0x18, 0x10, who, sizeof(who)), 0,
+	   "0x prefixes and inner spaces are not /proc/iomem");
+	is(vcxl_hw_iomem_claimed("10000000000000010-ffffffffffffffff : x\n", ~0ull - 0xf, 0x10, who,
+				 sizeof(who)),
+	   0, "a start beyond 64 bits is not a number");
+	is(vcxl_hw_iomem_claimed("10-20 : long name\n", 0x18, 0x10, who, 5), 1,
+	   "claimed, short name buffer");
+	ok(!strcmp(who, "long"), "name truncated to the buffer: '%s'", who);
 }
 
 /* ---- fake sysfs ---------------------------------------------------------- */
