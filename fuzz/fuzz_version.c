@@ -132,7 +132,12 @@ static struct expect expect_caps(const char *s, size_t len)
 		return e;
 	tok = json_tokener_new();
 	root = json_tokener_parse_ex(tok, s, (int)len);
+	/* the JSON text ends at the last non-whitespace byte before the NUL */
+	size_t text_end = len - 1;
+	while (text_end && strchr(" \t\r\n", s[text_end - 1]))
+		text_end--;
 	if (root && json_tokener_get_error(tok) == json_tokener_success &&
+	    json_tokener_get_parse_end(tok) >= text_end &&
 	    json_object_get_type(root) == json_type_object) {
 		if (!json_object_object_get_ex(root, "capabilities", &caps)) {
 			e.ok = true;

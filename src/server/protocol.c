@@ -518,6 +518,12 @@ static int version_parse_caps(struct vcxl_conn *c, struct vcxl_msg *m, const cha
 		proto_err(c, m, "capabilities are not a JSON object");
 		goto out;
 	}
+	/* one JSON object: after it, only whitespace up to the NUL */
+	for (size_t i = json_tokener_get_parse_end(tok); i < len - 1; i++)
+		if (!strchr(" \t\r\n", json[i])) {
+			proto_err(c, m, "bytes after the capabilities object");
+			goto out;
+		}
 	if (!json_object_object_get_ex(root, "capabilities", &caps)) {
 		rc = 0;
 		goto out;

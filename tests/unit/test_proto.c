@@ -114,6 +114,9 @@ static void test_version(void)
 	   "string max_msg_fds: EINVAL");
 	is(vcxl_client_negotiate(c, "{\"capabilities\":{\"pgsizes\":8192}}"), -EINVAL,
 	   "pgsizes without 4 KiB: EINVAL");
+	is(vcxl_client_negotiate(c, "{\"capabilities\":{}} x"), -EINVAL,
+	   "bytes after the JSON object: EINVAL");
+	is(vcxl_client_negotiate(c, "{} {}"), -EINVAL, "two JSON objects: EINVAL");
 	{
 		uint8_t v[6] = {0, 0, 0, 0, '{', '}'}; /* not NUL-terminated */
 
@@ -132,6 +135,12 @@ static void test_version(void)
 	is(caps->max_dma_maps, VCXL_SRV_MAX_DMA_MAPS, "max_dma_maps min(client, server)");
 	ok(caps->write_multiple, "write_multiple echoed (implemented, offered)");
 	is(vcxl_client_negotiate(c, NULL), -EINVAL, "second VERSION: EINVAL");
+	srv_stop(&s, c);
+
+	c = srv_start(&s, false);
+	ok(c != NULL, "second server thread started");
+	is(vcxl_client_negotiate(c, "{\"capabilities\":{}} \n"), 0,
+	   "whitespace after the JSON object: accepted");
 	srv_stop(&s, c);
 	is(s.dev.gone, 1, "client_gone on disconnect");
 
