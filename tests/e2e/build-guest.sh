@@ -15,6 +15,7 @@
 # The kernel takes concatenated gzip'd cpio archives, so the overlay is appended.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/initramfs.sh"
 SRCROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:?usage: build-guest.sh OUTDIR}
 CACHE=${VCXL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e}
@@ -47,50 +48,21 @@ fi
 
 BASE="$CACHE/base-$KVER.cpio.gz"
 build_base() {
-	local S="$CACHE/base.staging"
+	local S="$CACHE/base.staging" b
 	rm -rf "$S"
-	mkdir -p "$S"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,lib64,lib/x86_64-linux-gnu}
-	mkdir -p "$S"/usr/share/misc "$S"/usr/share/hwdata "$S"/lib/modules
-	cp /bin/busybox "$S/bin/busybox"
-	local a
-	for a in $(/bin/busybox --list); do
-		[ "$a" = busybox ] || ln -sf busybox "$S/bin/$a"
-	done
+	ird_busybox "$S"
+	mkdir -p "$S"/usr/share/misc "$S"/usr/share/hwdata
 	# pciutils' lspci (it decodes the CXL DVSECs), not busybox's applet
 	rm -f "$S/bin/lspci"
-	local b lib
 	for b in /usr/bin/lspci /usr/bin/setpci; do
 		install -m 0755 "$b" "$S/usr/bin/"
-		ldd "$b" | awk '/=>/ {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
-			[ -f "$lib" ] || continue
-			case "$lib" in
-			/lib64/*) cp -L "$lib" "$S/lib64/" ;;
-			*) cp -L "$lib" "$S/lib/x86_64-linux-gnu/" ;;
-			esac
-		done
+		ird_libs "$S" "$b"
 	done
 	cp /usr/share/misc/pci.ids "$S/usr/share/misc/pci.ids"
 	ln -sf ../misc/pci.ids "$S/usr/share/hwdata/pci.ids"
-	# CXL and VFIO modules with their dependency closure. -C /dev/null: ignore the
-	# host's modprobe.d hooks.
-	local mods="cxl_acpi cxl_pci cxl_mem vfio vfio_pci vfio_pci_core vfio_iommu_type1 \
-		vfio_virqfd irqbypass"
-	local md="lib/modules/$KVER" m ko rel
-	depmod -b "$CACHE/kroot" "$KVER"
-	mkdir -p "$S/$md"
-	for m in $mods; do
-		modprobe -C /dev/null -d "$CACHE/kroot" -S "$KVER" --show-depends "$m" 2>/dev/null |
-			awk '$1=="insmod"{print $2}'
-	done | sort -u | while read -r ko; do
-		rel=${ko#"$CACHE/kroot/"}
-		mkdir -p "$S/$(dirname "$rel")"
-		cp "$ko" "$S/$rel"
-	done
-	cp "$CACHE/kroot/$md"/modules.{order,builtin,builtin.modinfo} "$S/$md/"
-	depmod -b "$S" "$KVER"
-	(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-		gzip -6 > "$BASE.tmp"
-	mv "$BASE.tmp" "$BASE"
+	ird_modules "$S" "$CACHE/kroot" "$KVER" cxl_acpi cxl_pci cxl_mem vfio vfio_pci \
+		vfio_pci_core vfio_iommu_type1 vfio_virqfd irqbypass
+	ird_pack "$S" "$BASE"
 	rm -rf "$S"
 }
 if [ ! -s "$BASE" ]; then
@@ -107,8 +79,7 @@ rm -rf "$O"
 mkdir -p "$O/bin"
 install -m 0755 "$HERE/init.sh" "$O/init"
 install -m 0755 "$OUT/cxl-guest-test" "$O/bin/cxl-guest-test"
-(cd "$O" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-	gzip -6 > "$OUT/overlay.cpio.gz"
+ird_pack "$O" "$OUT/overlay.cpio.gz"
 rm -rf "$O"
 cat "$BASE" "$OUT/overlay.cpio.gz" > "$OUT/initramfs.cpio.gz"
 ln -sf "$CACHE/kroot/boot/vmlinuz-$KVER" "$OUT/vmlinuz"

@@ -18,6 +18,7 @@
 # (~/.cache/vcxl-e2e-t3). Logs: BUILDDIR/e2e-type3/{console,server,qemu-cmd}.log.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/initramfs.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 LOG=$BUILD/e2e-type3
 TMO=${VCXL_E2E_TIMEOUT:-400}
@@ -101,23 +102,13 @@ fi
 # ---- initramfs: base (busybox, lspci, cxl, modules; cached) + overlay (/init) ----
 BASE=$CACHE/base-t3-$KVER.cpio.gz
 copy_libs() { # copy_libs STAGING BINARY: its shared libraries, from the ndctl root first
-	local lib
-	LD_LIBRARY_PATH="$NDROOT/usr/lib/x86_64-linux-gnu:$NDROOT/lib/x86_64-linux-gnu" ldd "$2" |
-		awk '/=>/ {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
-		[ -f "$lib" ] || continue
-		case "$lib" in
-		/lib64/*) cp -L "$lib" "$1/lib64/" ;;
-		*) cp -L "$lib" "$1/lib/x86_64-linux-gnu/" ;;
-		esac
-	done
+	LD_LIBRARY_PATH="$NDROOT/usr/lib/x86_64-linux-gnu:$NDROOT/lib/x86_64-linux-gnu" ird_libs "$1" "$2"
 }
 build_base() {
-	local S=$CACHE/base-t3.staging m ko rel a
+	local S=$CACHE/base-t3.staging
 	rm -rf "$S"
-	mkdir -p "$S"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,lib64,lib/x86_64-linux-gnu}
-	mkdir -p "$S"/usr/share/misc "$S"/usr/share/hwdata "$S/lib/modules/$KVER"
-	cp /bin/busybox "$S/bin/busybox"
-	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$S/bin/$a"; done
+	ird_busybox "$S"
+	mkdir -p "$S"/usr/share/misc "$S"/usr/share/hwdata
 	rm -f "$S/bin/lspci"
 	install -m 0755 /usr/bin/lspci "$S/usr/bin/lspci"
 	copy_libs "$S" /usr/bin/lspci
@@ -125,19 +116,8 @@ build_base() {
 	ln -sf ../misc/pci.ids "$S/usr/share/hwdata/pci.ids"
 	install -m 0755 "$NDROOT/usr/bin/cxl" "$S/usr/bin/cxl"
 	copy_libs "$S" "$NDROOT/usr/bin/cxl"
-	depmod -b "$KROOT" "$KVER"
-	for m in cxl_acpi cxl_pci cxl_mem dax_cxl device_dax; do
-		modprobe -C /dev/null -d "$KROOT" -S "$KVER" --show-depends "$m" 2>/dev/null |
-			awk '$1=="insmod"{print $2}'
-	done | sort -u | while read -r ko; do
-		rel=${ko#"$KROOT/"}
-		mkdir -p "$S/$(dirname "$rel")"
-		cp "$ko" "$S/$rel"
-	done
-	cp "$KROOT/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$S/lib/modules/$KVER/"
-	depmod -b "$S" "$KVER"
-	(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-		gzip -6 > "$BASE.tmp" && mv "$BASE.tmp" "$BASE"
+	ird_modules "$S" "$KROOT" "$KVER" cxl_acpi cxl_pci cxl_mem dax_cxl device_dax
+	ird_pack "$S" "$BASE"
 	rm -rf "$S"
 }
 [ -s "$BASE" ] || build_base > "$LOG/build-base.log" 2>&1
@@ -146,8 +126,7 @@ O=$LOG/overlay.staging
 rm -rf "$O"
 mkdir -p "$O"
 install -m 0755 "$HERE/init-type3.sh" "$O/init"
-(cd "$O" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-	gzip -6 > "$LOG/overlay.cpio.gz"
+ird_pack "$O" "$LOG/overlay.cpio.gz"
 rm -rf "$O"
 cat "$BASE" "$LOG/overlay.cpio.gz" > "$LOG/initramfs.cpio.gz"
 

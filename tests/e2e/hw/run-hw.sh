@@ -27,6 +27,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../../.." && pwd)
+. "$HERE/../initramfs.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 LOG=$BUILD/e2e-hw
 BOOTS=${VCXL_E2E_HW_BOOTS:-2rp 1rp iommufd dax}
@@ -105,31 +106,11 @@ MODS="cxl_pci vfio vfio_pci vfio_pci_core vfio_iommu_type1 vfio_virqfd irqbypass
 BASE=$CACHE/base-$KVER-$(echo "$MODS" | sha256sum | cut -c1-8).cpio.gz
 BASE_NOMOD=$CACHE/base-nomod.cpio.gz # busybox only, for the built-in iommufd kernel
 build_base() { # build_base OUT [modules: yes|no]
-	local S=$CACHE/base.staging m ko rel a
+	local S=$CACHE/base.staging
 	rm -rf "$S"
-	mkdir -p "$S"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,lib64,lib/x86_64-linux-gnu,lib/modules}
-	cp /bin/busybox "$S/bin/busybox"
-	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$S/bin/$a"; done
-	if [ "${2:-yes}" = no ]; then
-		(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-			gzip -6 > "$1.tmp" && mv "$1.tmp" "$1"
-		rm -rf "$S"
-		return
-	fi
-	depmod -b "$KROOT" "$KVER"
-	mkdir -p "$S/lib/modules/$KVER"
-	for m in $MODS; do
-		modprobe -C /dev/null -d "$KROOT" -S "$KVER" --show-depends "$m" 2>/dev/null |
-			awk '$1=="insmod"{print $2}'
-	done | sort -u | while read -r ko; do
-		rel=${ko#"$KROOT/"}
-		mkdir -p "$S/$(dirname "$rel")"
-		cp "$ko" "$S/$rel"
-	done
-	cp "$KROOT/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$S/lib/modules/$KVER/"
-	depmod -b "$S" "$KVER"
-	(cd "$S" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-		gzip -6 > "$1.tmp" && mv "$1.tmp" "$1"
+	ird_busybox "$S"
+	[ "${2:-yes}" = no ] || ird_modules "$S" "$KROOT" "$KVER" $MODS
+	ird_pack "$S" "$1"
 	rm -rf "$S"
 }
 [ -s "$BASE" ] || build_base "$BASE" > "$LOG/build-base.log" 2>&1
@@ -159,16 +140,9 @@ build_static vcxl-hw-mmap "$HERE/vcxl-hw-mmap.c"
 CLI=$BUILD/src/tools/vcxl
 [ -x "$CLI" ] || { echo "Bail out! no $CLI (build the tree first)"; exit 1; }
 install -m 0755 "$CLI" "$O/usr/bin/vcxl"
-ldd "$CLI" | awk '/=>/ {print $3} /^\t\/lib64/ {print $1}' | while read -r lib; do
-	[ -f "$lib" ] || continue
-	case "$lib" in
-	/lib64/*) cp -L "$lib" "$O/lib64/" ;;
-	*) cp -L "$lib" "$O/lib/x86_64-linux-gnu/" ;;
-	esac
-done
+ird_libs "$O" "$CLI"
 install -m 0755 "$HERE/init.sh" "$O/init"
-(cd "$O" && find . -print0 | sort -z | /bin/busybox cpio -o -H newc -0 2>/dev/null) |
-	gzip -6 > "$LOG/overlay.cpio.gz"
+ird_pack "$O" "$LOG/overlay.cpio.gz"
 rm -rf "$O"
 cat "$BASE" "$LOG/overlay.cpio.gz" > "$LOG/initramfs.cpio.gz"
 cat "$BASE_NOMOD" "$LOG/overlay.cpio.gz" > "$LOG/initramfs-nomod.cpio.gz"
