@@ -95,30 +95,18 @@ int vcxl_host_find_dvsec(struct vcxl_backend *be, uint16_t vendor, uint16_t id, 
 }
 
 /* PCI 3.0 6.7: the standard capability list */
+static int be_cfg_rd32(void *opaque, uint32_t off, uint32_t *v)
+{
+	return cfg_rd(opaque, off, 4, v);
+}
+
+/* The spec layer's walk over backend reads; a malformed list (a loop, a
+ * pointer out of range) has no such capability, as before. */
 int vcxl_host_find_cap(struct vcxl_backend *be, uint8_t id, uint32_t *off)
 {
-	uint32_t status, ptr, hdr;
-	int rc = cfg_rd(be, PCI_STATUS, 2, &status);
+	int rc = vcxl_pci_find_cap(be_cfg_rd32, be, id, off);
 
-	if (rc)
-		return rc;
-	if (status == 0xffff || !(status & PCI_STATUS_CAP_LIST))
-		return -ENOENT;
-	rc = cfg_rd(be, PCI_CAPABILITY_LIST, 1, &ptr);
-	if (rc)
-		return rc;
-	for (unsigned n = 0; n < 48 && ptr >= 0x40; n++) {
-		ptr &= ~3u;
-		rc = cfg_rd(be, ptr, 2, &hdr);
-		if (rc)
-			return rc;
-		if ((hdr & 0xff) == id) {
-			*off = ptr;
-			return 0;
-		}
-		ptr = hdr >> 8;
-	}
-	return -ENOENT;
+	return rc == -ELOOP ? -ENOENT : rc;
 }
 
 /* ---- Component registers ---------------------------------------------- */
@@ -277,10 +265,12 @@ static int regloc_find(struct vcxl_cxl_dev *d, uint8_t rbi, unsigned *bir, uint6
 			rc = cfg_rd(d->be, d->regloc + CXL_REGLOC_BLOCK_HI(k), 4, &hi);
 		if (rc)
 			return rc;
-		if (VCXL_FIELD_GET(CXL_REGLOC_BLOCK_ID, lo) != rbi)
+		struct vcxl_regloc_entry e;
+		vcxl_regloc_decode(lo, hi, &e);
+		if (e.id != rbi)
 			continue;
-		*bir = VCXL_FIELD_GET(CXL_REGLOC_BIR, lo);
-		*off = ((uint64_t)hi << 32) | (lo & CXL_REGLOC_OFFSET_LO);
+		*bir = e.bir;
+		*off = e.offset;
 		return 0;
 	}
 	return -ENOENT;
