@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * One struct vcxl_conn per connected client: creation binds it to its device
+ * (DMA ops, IRQ handler), the event loop drives it through vcxl_conn_*, and
+ * requests that arrive during a server->client DMA wait are queued here.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+
+void conn_queue_msg(struct vcxl_conn *c, struct vcxl_msg *m)
+{
+	m->next = NULL;
+	if (c->q_tail)
+		c->q_tail->next = m;
+	else
+		c->q_head = m;
+	c->q_tail = m;
+	c->q_len++;
+	c->q_bytes += m->len + sizeof(*m);
+}
+
+struct vcxl_msg *conn_dequeue_msg(struct vcxl_conn *c)
+{
+	struct vcxl_msg *m = c->q_head;
+
+	if (!m)
+		return NULL;
+	c->q_head = m->next;
+	if (!c->q_head)
+		c->q_tail = NULL;
+	c->q_len--;
+	c->q_bytes -= m->len + sizeof(*m);
+	return m;
+}
+
+struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct vcxl_dev_ops *ops,
+				   void *dev, const struct vcxl_io_ops *io, void *io_opaque)
+{
+	struct vcxl_conn *c = calloc(1, sizeof(*c));
+	struct vcxl_vdev_info vi;
+
+	if (!c)
+		return NULL;
+	if (cfg)
+		c->cfg = *cfg;
+	if (!c->cfg.max_xfer)
+		c->cfg.max_xfer = VCXL_SRV_MAX_XFER;
+	if (!c->cfg.max_dma_maps)
+		c->cfg.max_dma_maps = VCXL_SRV_MAX_DMA_MAPS;
+	if (!c->cfg.max_msg_fds || c->cfg.max_msg_fds > VCXL_SRV_MAX_MSG_FDS)
+		c->cfg.max_msg_fds = VCXL_SRV_MAX_MSG_FDS;
+	if (!c->cfg.dma_timeout_ms)
+		c->cfg.dma_timeout_ms = VCXL_SRV_DMA_TIMEOUT_MS;
+	c->ops = ops;
+	c->dev = dev;
+	c->io = io;
+	c->io_opaque = io_opaque;
+	c->msg_cap = (size_t)c->cfg.max_xfer + VCXL_SRV_MSG_SLACK;
+	c->client_max_xfer = VFIO_USER_DEF_MAX_XFER;
+	c->client_max_fds = VFIO_USER_DEF_MAX_MSG_FDS;
+	vcxl_dma_init(&c->dma, c->cfg.max_dma_maps, VCXL_SRV_PGSIZE);
+	c->dma.on_release = conn_dma_unmap_device;
+	c->dma.release_opaque = c;
+	memset(&vi, 0, sizeof(vi));
+	ops->get_info(dev, &vi);
+	c->num_regions = vi.num_regions;
+	c->num_irqs = vi.num_irqs;
+	ops->set_dma(dev, &conn_dma_ops, c);
+	ops->set_irq_handler(dev, conn_irq, c);
+	return c;
+}
+
+void vcxl_conn_destroy(struct vcxl_conn *c)
+{
+	struct vcxl_msg *m;
+
+	if (!c)
+		return;
+	c->ops->set_dma(c->dev, &conn_nodev_dma_ops, NULL);
+	c->ops->set_irq_handler(c->dev, conn_nodev_irq, NULL);
+	while ((m = conn_dequeue_msg(c)))
+		conn_msg_free(m);
+	conn_msg_free(c->rx);
+	for (unsigned i = 0; c->pfd_have && i < c->pnfds; i++)
+		close(c->pfds[i]);
+	free(c->rbuf);
+	while (c->tx_head) {
+		struct vcxl_tx *t = c->tx_head;
+
+		c->tx_head = t->next;
+		free(t->buf);
+		free(t);
+	}
+	/* a device that signals eventfds itself must drop the client's */
+	for (uint32_t i = 0; c->ops->set_irq_eventfd && i < NUM_IRQ_INDEX; i++)
+		for (uint32_t v = 0; c->irqs[i].trigger && v < c->irqs[i].count; v++)
+			if (c->irqs[i].trigger[v] >= 0)
+				c->ops->set_irq_eventfd(c->dev, i, v, -1);
+	for (unsigned i = 0; i < NUM_IRQ_INDEX; i++)
+		conn_irq_index_free(&c->irqs[i]);
+	vcxl_dma_remove_all(&c->dma);
+	c->ops->client_gone(c->dev);
+	free(c);
+}
+
+int vcxl_conn_drain(struct vcxl_conn *c)
+{
+	for (int i = 0; i < CONN_BATCH && c->q_head && !c->dead && !c->tx_head; i++)
+		conn_handle_msg(c, conn_dequeue_msg(c));
+	if (c->dead)
+		return c->dead_err;
+	return c->q_head ? 1 : 0;
+}
+
+int vcxl_conn_on_readable(struct vcxl_conn *c)
+{
+	for (int i = 0; i < CONN_BATCH && !c->dead && !c->tx_head; i++) {
+		struct vcxl_msg *m = NULL;
+		int rc;
+
+		if (c->q_head) {
+			conn_handle_msg(c, conn_dequeue_msg(c));
+			continue;
+		}
+		rc = conn_rx_step(c, &m);
+		if (rc < 0) {
+			conn_kill(c, rc);
+			break;
+		}
+		if (rc == 0)
+			break;
+		conn_handle_msg(c, m);
+		if (c->cfg.max_batch && (unsigned)i + 1 >= c->cfg.max_batch && !c->q_head &&
+		    c->rb_off == c->rb_len) /* read-ahead bytes get no wake-up: go on */
+			break;
+	}
+	return c->dead ? c->dead_err : 0;
+}
+
+int vcxl_conn_on_writable(struct vcxl_conn *c)
+{
+	int rc = conn_tx_flush(c);
+
+	if (rc == -EAGAIN)
+		rc = 0;
+	/* requests already read ahead wait for no EPOLLIN: serve them now */
+	if (!rc && !c->dead && !c->tx_head && c->rb_off < c->rb_len)
+		rc = vcxl_conn_on_readable(c);
+	return c->dead ? c->dead_err : rc;
+}
+
+bool vcxl_conn_wants_write(const struct vcxl_conn *c)
+{
+	return c->tx_head != NULL;
+}
+
+bool vcxl_conn_dead(const struct vcxl_conn *c)
+{
+	return c->dead;
+}
+
+void vcxl_conn_get_stats(const struct vcxl_conn *c, struct vcxl_conn_stats *st)
+{
+	*st = c->st;
+}
+
+const struct vcxl_dma_table *vcxl_conn_dma(const struct vcxl_conn *c)
+{
+	return &c->dma;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to src/server: one struct vcxl_conn per connected client, shared by
+ * the files that serve it:
+ *   conn.c      lifecycle and the entry points the event loop calls
+ *               (vcxl_conn_*), the queue of requests held during a DMA wait
+ *   framing.c   messages <-> the byte stream: reassembly from the read-ahead
+ *               buffer, fds, header checks, the output queue, replies
+ *   protocol.c  per-command validation and dispatch: VERSION, DMA_MAP/UNMAP,
+ *               device/region info, region access, DEVICE_RESET
+ *   irq.c       IRQ state: eventfds per index/vector, masks, arming the
+ *               device's vectors, GET_IRQ_INFO/SET_IRQS
+ *   dma_xfer.c  the device's DMA into client memory: mmapped windows or
+ *               server->client DMA_READ/DMA_WRITE messages
+ * transport.c (sockets, buffer) and dma.c (the DMA map table) sit below.
+ */
+#ifndef VCXL_SERVER_CONN_H
+#define VCXL_SERVER_CONN_H
+
+#include <time.h>
+
+#include "vcxl/server.h"
+
+#define CONN_BATCH	 64
+#define CONN_QUEUE_BYTES (16u << 20)
+#define NUM_IRQ_INDEX	 (VFIO_PCI_REQ_IRQ_INDEX + 1)
+
+struct vcxl_msg {
+	struct vfio_user_hdr hdr;
+	uint8_t *data; /* payload: hdr.msg_size - 16 bytes */
+	size_t len;
+	int fds[VCXL_SRV_MAX_MSG_FDS];
+	unsigned nfds;
+	bool bad_fds; /* more fds than allowed, or a truncated control message */
+	struct vcxl_msg *next;
+};
+
+struct vcxl_tx {
+	struct vcxl_tx *next;
+	uint8_t *buf;
+	size_t len, off;
+	int fd; /* not owned; sent with the first byte */
+	unsigned nfds;
+};
+
+struct irq_index {
+	uint32_t count, flags;
+	int *trigger; /* ACTION_TRIGGER eventfds, owned */
+	int *notify;  /* ACTION_MASK/UNMASK eventfds (e.g. INTx resample), owned */
+	uint8_t *masked, *pending;
+};
+
+struct vcxl_conn {
+	struct vcxl_conn_cfg cfg;
+	const struct vcxl_dev_ops *ops;
+	void *dev;
+	const struct vcxl_io_ops *io;
+	void *io_opaque;
+	uint32_t num_regions, num_irqs;
+	size_t msg_cap;
+
+	bool negotiated, dead, in_dma_wait, write_multi;
+	int dead_err;
+	uint32_t client_max_xfer, client_max_fds;
+
+	struct vcxl_dma_table dma;
+	struct irq_index irqs[NUM_IRQ_INDEX];
+
+	struct vcxl_msg *rx; /* message being received */
+	size_t rx_have;	     /* bytes of it received (header included) */
+	uint64_t rx_start;   /* its stream offset */
+	/* Read-ahead at message boundaries: one recvmsg usually brings a whole
+	 * request. fds that came with a read belong to the message holding the
+	 * read's last byte: the kernel ends a read right after the segment that
+	 * carried them, and a sender attaches them to its message's sendmsg. */
+	uint8_t *rbuf;
+	size_t rb_off, rb_len;
+	uint64_t rb_pos; /* stream offset of rbuf[0] */
+	int pfds[VCXL_SRV_MAX_MSG_FDS];
+	unsigned pnfds;
+	bool pbad, pfd_have;
+	uint64_t pfd_owner;
+	struct vcxl_msg *q_head, *q_tail; /* requests queued during a DMA wait */
+	size_t q_bytes;
+	unsigned q_len;
+	struct vcxl_tx *tx_head, *tx_tail;
+	uint16_t next_id;
+	struct vcxl_conn_stats st;
+};
+
+/* A reply under construction */
+struct reply {
+	int err; /* positive errno; 0 = success */
+	struct iovec iov[2];
+	int iovcnt;
+	int fd;
+	void *heap;
+	uint8_t small[512] __attribute__((aligned(8)));
+};
+
+static inline const char *conn_name(const struct vcxl_conn *c)
+{
+	return c->cfg.name ? c->cfg.name : "dev";
+}
+
+#define proto_err(c, m, fmt, ...)                                                                  \
+	vcxl_log(VCXL_LOG_WARN, "%s: " VCXL_PROTO_ERR_PREFIX "%s id %u: " fmt, conn_name(c),       \
+		 vfio_user_command_name((m)->hdr.command), (m)->hdr.msg_id, ##__VA_ARGS__)
+
+static inline int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void reply_payload(struct reply *r, const void *p, size_t len)
+{
+	r->iov[r->iovcnt].iov_base = (void *)p;
+	r->iov[r->iovcnt].iov_len = len;
+	r->iovcnt++;
+}
+
+static inline int reply_error(struct reply *r, int err)
+{
+	r->err = err;
+	return err;
+}
+
+/* framing.c */
+void conn_msg_free(struct vcxl_msg *m);
+/* Mark the connection for closing with err (first error wins). */
+void conn_kill(struct vcxl_conn *c, int err);
+int conn_tx_flush(struct vcxl_conn *c);
+int conn_send(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd);
+int conn_tx_flush_wait(struct vcxl_conn *c, int64_t deadline);
+void conn_send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply *r);
+/* Receive more of the current message: 1 = complete (*out), 0 = would block, <0 = close. */
+int conn_rx_step(struct vcxl_conn *c, struct vcxl_msg **out);
+
+/* protocol.c */
+bool conn_msg_no_fds(struct vcxl_conn *c, struct vcxl_msg *m);
+bool conn_msg_take(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r, void *dst, size_t len);
+void conn_dma_unmap_device(void *opaque, const struct vcxl_dma_map *dm);
+void conn_handle_msg(struct vcxl_conn *c, struct vcxl_msg *m);
+
+/* irq.c */
+int conn_handle_irq_info(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r);
+int conn_handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r);
+void conn_irq_index_free(struct irq_index *q);
+void conn_irq_rearm_all(struct vcxl_conn *c);
+void conn_irq(void *opaque, enum vcxl_irq_type type, unsigned vector);
+void conn_nodev_irq(void *opaque, enum vcxl_irq_type type, unsigned vector);
+
+/* dma_xfer.c */
+extern const struct vcxl_dma_ops conn_dma_ops;
+extern const struct vcxl_dma_ops conn_nodev_dma_ops;
+
+/* conn.c */
+void conn_queue_msg(struct vcxl_conn *c, struct vcxl_msg *m);
+struct vcxl_msg *conn_dequeue_msg(struct vcxl_conn *c);
+
+#endif /* VCXL_SERVER_CONN_H */

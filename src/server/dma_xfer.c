@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The device's DMA into client memory: through mmapped DMA windows
+ * (fd-backed guest RAM) or with server->client DMA_READ/DMA_WRITE.
+ *
+ * Server->client DMA is synchronous: the request is sent, then the socket is
+ * read until the matching reply arrives; client requests that arrive in the
+ * meantime are queued (bounded) and handled, in order, once the DMA is done.
+ * While one device waits for its client, other devices are not served (the
+ * wait is bounded by dma_timeout_ms); mmapped DMA (fd-backed guest RAM) never
+ * waits.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+
+/* Read until the reply to (id, cmd) arrives; other requests are queued. */
+static int dma_wait_reply(struct vcxl_conn *c, uint16_t id, uint16_t cmd, int64_t deadline,
+			  struct vcxl_msg **out)
+{
+	for (;;) {
+		struct vcxl_msg *m = NULL;
+		int rc = conn_rx_step(c, &m);
+
+		if (rc < 0) {
+			conn_kill(c, rc);
+			return -EIO;
+		}
+		if (rc == 0) {
+			int64_t left = deadline - now_ms();
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			rc = c->io->wait(c->io_opaque, false, (int)left);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if ((m->hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY) {
+			if (m->hdr.msg_id == id && m->hdr.command == cmd) {
+				*out = m;
+				return 0;
+			}
+			proto_err(c, m, "reply to no outstanding request");
+			c->st.proto_errors++;
+			conn_msg_free(m);
+			continue;
+		}
+		conn_queue_msg(c, m);
+		if (c->q_len > VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES)
+			return -ENOBUFS;
+	}
+}
+
+/* One DMA_READ/DMA_WRITE exchange, QEMU 10.x layout {u64 addr; u32 count; data; pad[4]}. */
+static int dma_msg_xfer(struct vcxl_conn *c, bool write, uint64_t addr, void *buf, uint32_t count)
+{
+	uint16_t cmd = write ? VFIO_USER_DMA_WRITE : VFIO_USER_DMA_READ;
+	struct vfio_user_hdr h = {
+	    .msg_id = c->next_id++, .command = cmd, .flags = VFIO_USER_F_TYPE_CMD};
+	struct vfio_user_dma_rw rw = {.addr = addr, .count = count};
+	static const uint8_t pad[VFIO_USER_DMA_RW_PAD];
+	int64_t deadline = now_ms() + c->cfg.dma_timeout_ms;
+	struct vcxl_msg *m = NULL;
+	struct iovec iov[4];
+	int n = 0, rc;
+
+	if (c->dead)
+		return -EIO;
+	if (c->in_dma_wait)
+		return -EBUSY;
+	h.msg_size = (uint32_t)(sizeof(h) + sizeof(rw) + (write ? count : 0) + sizeof(pad));
+	iov[n++] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
+	iov[n++] = (struct iovec){.iov_base = &rw, .iov_len = sizeof(rw)};
+	if (write)
+		iov[n++] = (struct iovec){.iov_base = buf, .iov_len = count};
+	iov[n++] = (struct iovec){.iov_base = (void *)pad, .iov_len = sizeof(pad)};
+
+	c->in_dma_wait = true;
+	rc = conn_send(c, iov, n, -1);
+	if (!rc)
+		rc = conn_tx_flush_wait(c, deadline);
+	if (!rc)
+		rc = dma_wait_reply(c, h.msg_id, cmd, deadline, &m);
+	c->in_dma_wait = false;
+	c->st.dma_msgs++;
+	if (rc) {
+		vcxl_log(VCXL_LOG_WARN, "%s: DMA %s 0x%llx+%u: %s", conn_name(c),
+			 write ? "write" : "read", (unsigned long long)addr, count, strerror(-rc));
+		return rc;
+	}
+	if (m->hdr.flags & VFIO_USER_F_ERROR) {
+		rc = m->hdr.error ? -(int)m->hdr.error : -EIO;
+	} else if (!write) {
+		struct vfio_user_dma_rw got;
+
+		if (m->len < sizeof(got) + count) {
+			rc = -EPROTO;
+		} else {
+			memcpy(&got, m->data, sizeof(got));
+			if (got.addr != addr || got.count != count)
+				rc = -EPROTO;
+			else
+				memcpy(buf, m->data + sizeof(got), count);
+		}
+	}
+	if (rc == -EPROTO)
+		proto_err(c, m, "bad DMA_READ reply (%zu bytes)", m->len);
+	conn_msg_free(m);
+	return rc;
+}
+
+static int conn_dma_rw(struct vcxl_conn *c, uint64_t iova, uint8_t *buf, size_t len, bool write)
+{
+	uint32_t need = write ? VFIO_USER_F_DMA_REGION_WRITE : VFIO_USER_F_DMA_REGION_READ;
+
+	if (!c || c->dead)
+		return -ENODEV;
+	if (iova + len < iova)
+		return -EFAULT;
+	while (len) {
+		const struct vcxl_dma_map *mp = vcxl_dma_find(&c->dma, iova);
+		uint64_t chunk;
+
+		if (!mp)
+			return -EFAULT;
+		if (!(mp->flags & need))
+			return -EPERM;
+		chunk = mp->iova + mp->size - iova;
+		if (chunk > len)
+			chunk = len;
+		if (mp->ptr) {
+			int rc = write ? vcxl_dma_copy(mp->ptr + (iova - mp->iova), buf, chunk)
+				       : vcxl_dma_copy(buf, mp->ptr + (iova - mp->iova), chunk);
+			if (rc) {
+				vcxl_log(VCXL_LOG_WARN,
+					 "%s: DMA window [0x%llx, +0x%llx) no longer backed by the "
+					 "client's fd",
+					 conn_name(c), (unsigned long long)mp->iova,
+					 (unsigned long long)mp->size);
+				return rc;
+			}
+		} else {
+			uint64_t done = 0, max = c->client_max_xfer ? c->client_max_xfer : 4096;
+
+			while (done < chunk) {
+				uint32_t n = (uint32_t)(chunk - done < max ? chunk - done : max);
+				int rc = dma_msg_xfer(c, write, iova + done, buf + done, n);
+
+				if (rc)
+					return rc;
+				done += n;
+			}
+		}
+		iova += chunk;
+		buf += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+static int conn_dma_read(void *opaque, uint64_t iova, void *buf, size_t len)
+{
+	return conn_dma_rw(opaque, iova, buf, len, false);
+}
+
+static int conn_dma_write(void *opaque, uint64_t iova, const void *buf, size_t len)
+{
+	return conn_dma_rw(opaque, iova, (uint8_t *)buf, len, true);
+}
+
+const struct vcxl_dma_ops conn_dma_ops = {
+    .read = conn_dma_read,
+    .write = conn_dma_write,
+};
+
+static int nodev_dma_read(void *opaque, uint64_t iova, void *buf, size_t len)
+{
+	return -ENODEV;
+}
+
+static int nodev_dma_write(void *opaque, uint64_t iova, const void *buf, size_t len)
+{
+	return -ENODEV;
+}
+
+const struct vcxl_dma_ops conn_nodev_dma_ops = {
+    .read = nodev_dma_read,
+    .write = nodev_dma_write,
+};
