@@ -18,8 +18,13 @@
 #endif
 #define VCXL_DEVICE_INFO_CAP_CXL_VERSION 1
 
-/* Vendor region type (the CXL DVSEC vendor id) and sub-types */
-#define VFIO_REGION_TYPE_CXL 0x1e98
+/*
+ * The CXL regions' type: a PCI vendor region type (VFIO_REGION_TYPE_PCI_VENDOR_TYPE)
+ * of the CXL vendor id 0x1e98, i.e. 0x80001e98, as RFC v2 patch 07 registers it
+ * (vfio_pci_core_register_dev_region(PCI_VENDOR_ID_CXL | VENDOR_TYPE, SUBTYPE_CXL)).
+ */
+#define VCXL_PCI_VENDOR_ID_CXL 0x1e98
+#define VFIO_REGION_TYPE_CXL   ((__u32)VFIO_REGION_TYPE_PCI_VENDOR_TYPE | VCXL_PCI_VENDOR_ID_CXL)
 #ifndef VFIO_REGION_SUBTYPE_CXL
 #define VFIO_REGION_SUBTYPE_CXL 1 /* the CXL (HDM) region: mmappable memory */
 #endif

@@ -118,9 +118,8 @@ static void test_qemu_order(struct harness *h)
 
 		is(vcxl_client_region_info(c, info.cxl.region_index, &r), 0,
 		   "REGION_INFO CXL region");
-		ok(r.has_type && r.type == VFIO_REGION_TYPE_CXL &&
-		       r.subtype == VFIO_REGION_SUBTYPE_CXL,
-		   "CXL region type 0x1e98 subtype 1");
+		ok(r.has_type && r.type == 0x80001e98u && r.subtype == VFIO_REGION_SUBTYPE_CXL,
+		   "CXL region type 0x80001e98 subtype 1");
 		is(r.size, info.cxl.region_size, "region size matches the capability");
 		ok(r.fd >= 0 && (r.flags & VFIO_REGION_INFO_FLAG_MMAP), "CXL region has an fd");
 		p = r.fd >= 0 ? mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd,
@@ -159,6 +158,64 @@ static int run_cli(const struct harness *h, const char *args, char *out, size_t 
 	n = fread(out, 1, len - 1, f);
 	out[n] = 0;
 	return pclose(f);
+}
+
+/*
+ * GET_INFO at every argsz a client may send (vfio-user spec "DEVICE_GET_INFO";
+ * kernel vfio_pci_ioctl_get_info's rule): the device-info capability is in
+ * the reply when argsz has room for it, otherwise the reply is the fixed part
+ * that fits, with CAPS set, cap_offset 0 and argsz = the size needed.
+ * QEMU 10.2's vfio-user client asks with 16; the kernel path (and a patched
+ * QEMU) with sizeof(struct vfio_device_info) = 24, then with the argsz it got.
+ */
+static void test_get_info_argsz(struct harness *h)
+{
+	static const struct {
+		uint32_t argsz, len; /* asked, reply payload expected */
+		bool cap;
+	} cases[] = {
+	    {16, 16, false}, {20, 16, false}, {24, 24, false},	{87, 24, false},
+	    {88, 88, true},  {89, 88, true},  {4096, 88, true}, {0xffffffffu, 88, true},
+	};
+	struct vcxl_client *c;
+
+	is(vcxl_client_connect(h->sock, &c), 0, "GET_INFO argsz: client connects");
+	if (!c)
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vfio_user_device_info req = {.argsz = cases[i].argsz}, got;
+		struct vfio_device_info_cap_cxl cap;
+		struct vcxl_client_reply rep;
+		int rc = vcxl_client_raw(c, VFIO_USER_DEVICE_GET_INFO, 0, &req,
+					 VFIO_USER_DEVICE_INFO_MIN, NULL, 0, &rep);
+
+		is(rc, 0, "GET_INFO argsz %u: answered", cases[i].argsz);
+		if (rc)
+			continue;
+		is(rep.hdr.flags & VFIO_USER_F_ERROR, 0, "argsz %u: no error", cases[i].argsz);
+		is(rep.len, cases[i].len, "argsz %u: reply payload %u bytes", cases[i].argsz,
+		   cases[i].len);
+		memset(&got, 0, sizeof(got));
+		memcpy(&got, rep.data, rep.len < sizeof(got) ? rep.len : sizeof(got));
+		is(got.argsz, sizeof(got) + sizeof(cap), "argsz %u: reply argsz = 24 + 64 needed",
+		   cases[i].argsz);
+		ok((got.flags & VFIO_DEVICE_FLAGS_CAPS) && (got.flags & VFIO_DEVICE_FLAGS_CXL),
+		   "argsz %u: flags CAPS | CXL", cases[i].argsz);
+		if (cases[i].cap && rep.len >= sizeof(got) + sizeof(cap)) {
+			memcpy(&cap, rep.data + sizeof(got), sizeof(cap));
+			is(got.cap_offset, sizeof(got), "argsz %u: cap_offset 24", cases[i].argsz);
+			ok(cap.header.id == VFIO_DEVICE_INFO_CAP_CXL && cap.header.version == 1 &&
+			       cap.header.next == 0 && cap.region_index == VCXL_VDEV_CXL_REGION,
+			   "argsz %u: the CXL capability, last in the chain", cases[i].argsz);
+		} else if (cases[i].cap) {
+			ok(0, "argsz %u: reply too short for the capability", cases[i].argsz);
+		} else {
+			is(got.cap_offset, 0, "argsz %u: no capability, cap_offset 0",
+			   cases[i].argsz);
+		}
+		vcxl_client_reply_free(&rep);
+	}
+	vcxl_client_close(c);
 }
 
 static void test_cli(struct harness *h)
@@ -238,6 +295,7 @@ int main(int argc, char **argv)
 		return done();
 	}
 	test_qemu_order(&h);
+	test_get_info_argsz(&h);
 	test_cli(&h);
 	is(h_log_count(&h, VCXL_PROTO_ERR_PREFIX), 0, "no protocol error in the server log");
 	is(h_stop(&h), 0, "SIGTERM: exit status 0");

@@ -123,7 +123,8 @@ static void test_info(void)
 	is(ri.flags,
 	   VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE | VFIO_REGION_INFO_FLAG_MMAP,
 	   "CXL region R/W/MMAP");
-	ok(ri.has_type && ri.type == 0x1e98 && ri.subtype == 1, "type 0x1e98 subtype 1");
+	ok(ri.has_type && ri.type == 0x80001e98u && ri.subtype == 1,
+	   "type 0x80001e98 (PCI vendor type | CXL 0x1e98) subtype 1");
 	is(ri.fd, r->fd, "fd from hpa_map");
 	is(ri.fd_offset, r->fd_offset, "offset from hpa_map");
 	is(vcxl_vdev_region_info(e.v, 10, &ri), (uint64_t)-EINVAL, "index 10: -EINVAL");
