@@ -24,7 +24,10 @@
  * (vfio_pci_core_register_dev_region(PCI_VENDOR_ID_CXL | VENDOR_TYPE, SUBTYPE_CXL)).
  */
 #define VCXL_PCI_VENDOR_ID_CXL 0x1e98
-#define VFIO_REGION_TYPE_CXL   ((__u32)VFIO_REGION_TYPE_PCI_VENDOR_TYPE | VCXL_PCI_VENDOR_ID_CXL)
+/* VFIO_REGION_TYPE_PCI_VENDOR_TYPE as an unsigned constant: <linux/vfio.h>
+ * spells it (1 << 31), which overflows int (UBSan: left shift into the sign bit). */
+#define VCXL_REGION_TYPE_PCI_VENDOR 0x80000000u
+#define VFIO_REGION_TYPE_CXL	    (VCXL_REGION_TYPE_PCI_VENDOR | VCXL_PCI_VENDOR_ID_CXL)
 #ifndef VFIO_REGION_SUBTYPE_CXL
 #define VFIO_REGION_SUBTYPE_CXL 1 /* the CXL (HDM) region: mmappable memory */
 #endif
