@@ -229,7 +229,10 @@ void vcxl_conn_destroy(struct vcxl_conn *c);
 int vcxl_conn_on_readable(struct vcxl_conn *c);
 /* Socket writable: flush queued output. 0 or -errno (close). */
 int vcxl_conn_on_writable(struct vcxl_conn *c);
-/* Handle requests queued during a DMA wait (call after device timers). */
+/* Handle requests already received but not yet served: queued during a DMA
+ * wait, or complete in the read-ahead buffer (no EPOLLIN comes for those).
+ * At most one batch per call, so a loop calling it for every connection is
+ * fair. 1: more are pending (call again without waiting), 0, or -errno. */
 int vcxl_conn_drain(struct vcxl_conn *c);
 bool vcxl_conn_wants_write(const struct vcxl_conn *c);
 /* True when the connection must be closed (fatal error seen). */

@@ -107,13 +107,35 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
 	free(c);
 }
 
+/* Complete requests already taken from the socket (queued during a DMA wait,
+ * or in the read-ahead buffer) get no EPOLLIN wake-up of their own. */
+static bool conn_pending(const struct vcxl_conn *c)
+{
+	return c->q_head || c->rb_off < c->rb_len;
+}
+
 int vcxl_conn_drain(struct vcxl_conn *c)
 {
-	for (int i = 0; i < CONN_BATCH && c->q_head && !c->dead && !c->tx_head; i++)
-		conn_handle_msg(c, conn_dequeue_msg(c));
+	for (int i = 0; i < CONN_BATCH && conn_pending(c) && !c->dead && !c->tx_head; i++) {
+		struct vcxl_msg *m = NULL;
+		int rc;
+
+		if (c->q_head) {
+			conn_handle_msg(c, conn_dequeue_msg(c));
+			continue;
+		}
+		rc = conn_rx_step(c, &m);
+		if (rc < 0) {
+			conn_kill(c, rc);
+			break;
+		}
+		if (rc == 0)
+			break;
+		conn_handle_msg(c, m);
+	}
 	if (c->dead)
 		return c->dead_err;
-	return c->q_head ? 1 : 0;
+	return conn_pending(c) && !c->tx_head ? 1 : 0;
 }
 
 int vcxl_conn_on_readable(struct vcxl_conn *c)

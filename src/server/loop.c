@@ -221,7 +221,8 @@ static void loop_conn_event(struct vcxl_loop *l, struct loop_dev *d, uint32_t ev
 	loop_update_events(l, d);
 }
 
-/* Device timers, then requests queued during DMA waits: the next timeout. */
+/* Device timers, then requests already received (one batch per connection
+ * per turn, so every device is served in turn): the next timeout. */
 static int loop_service(struct vcxl_loop *l)
 {
 	int timeout = -1;

@@ -4,7 +4,8 @@
  * stalled client not blocking the other device, one client per socket (the
  * next waits in the backlog), disconnect and reconnect, a table of malformed
  * messages each answered with its errno while the server keeps serving,
- * unrecoverable streams closed, and a clean SIGTERM exit.
+ * unrecoverable streams closed, pipelined requests (more than one batch in
+ * one write) all answered on two devices at once, and a clean SIGTERM exit.
  */
 #include <sys/mman.h>
 
@@ -285,6 +286,73 @@ static void test_malformed(struct harness *h)
 	close(efd);
 }
 
+/* vfio-user spec allows pipelining: n REGION_READs of the vendor/device ID
+ * in one write. */
+static int send_pipelined_reads(struct vcxl_client *c, unsigned n, uint16_t first_id)
+{
+	const size_t one = sizeof(struct vfio_user_hdr) + sizeof(struct vfio_user_region_access);
+	uint8_t *buf = calloc(n, one);
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		struct vfio_user_hdr hh = {.msg_id = (uint16_t)(first_id + i),
+					   .command = VFIO_USER_REGION_READ,
+					   .msg_size = (uint32_t)one};
+		struct vfio_user_region_access ra = {.offset = 0, .region = 7, .count = 4};
+
+		memcpy(buf + i * one, &hh, sizeof(hh));
+		memcpy(buf + i * one + sizeof(hh), &ra, sizeof(ra));
+	}
+	rc = vcxl_client_send_bytes(c, buf, n * one, NULL, 0);
+	free(buf);
+	return rc;
+}
+
+/* Replies to n pipelined reads, in order, each with the ID. */
+static unsigned recv_pipelined_reads(struct vcxl_client *c, unsigned n, uint16_t first_id)
+{
+	unsigned got = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct vcxl_client_reply rep;
+		uint32_t v = 0;
+
+		if (vcxl_client_recv_reply(c, &rep, 2000))
+			break;
+		if (rep.hdr.msg_id == (uint16_t)(first_id + i) && rep.len >= 16 + 4) {
+			memcpy(&v, rep.data + 16, 4);
+			if (v == 0x0d948086)
+				got++;
+		}
+		vcxl_client_reply_free(&rep);
+	}
+	return got;
+}
+
+static void test_pipelining(struct harness *h)
+{
+	char s0[160], s1[160];
+	struct vcxl_client *a, *b;
+
+	h_dev_sock(h, 0, s0, sizeof(s0));
+	h_dev_sock(h, 1, s1, sizeof(s1));
+	if (vcxl_client_connect(s0, &a) || vcxl_client_connect(s1, &b)) {
+		ok(0, "pipelining: connect");
+		return;
+	}
+	is(send_pipelined_reads(a, 100, 1000), 0, "100 REGION_READs in one write");
+	is(recv_pipelined_reads(a, 100, 1000), 100, "all 100 answered, in order");
+	/* both devices pipelining at once: each connection gets all its replies */
+	is(send_pipelined_reads(a, 300, 2000), 0, "device 0: 300 reads in one write");
+	is(send_pipelined_reads(b, 300, 3000), 0, "device 1: 300 reads in one write");
+	is(recv_pipelined_reads(b, 300, 3000), 300, "device 1: all 300 answered");
+	is(recv_pipelined_reads(a, 300, 2000), 300, "device 0: all 300 answered");
+	vcxl_client_close(a);
+	vcxl_client_close(b);
+}
+
 int main(int argc, char **argv)
 {
 	struct harness h = {.cli = h_cli_bin(argc, argv)};
@@ -303,6 +371,7 @@ int main(int argc, char **argv)
 	ok(h_wait_socket(s1, 5000) == 0, "both sockets (PATH.0, PATH.1) accept");
 	test_two_devices_and_stall(&h);
 	test_malformed(&h);
+	test_pipelining(&h);
 	is(h_stop(&h), 0, "SIGTERM: exit 0");
 	ok(access(s0, F_OK) != 0 && access(s1, F_OK) != 0, "both sockets removed");
 	if (tap_failed)
