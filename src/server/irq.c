@@ -7,10 +7,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conn.h"
+
+/* readlink of /proc/self/fd/N for an eventfd */
+#define IRQ_EVENTFD_LINK "anon_inode:[eventfd]"
 
 /* vfio-user spec "DEVICE_GET_IRQ_INFO" */
 int conn_handle_irq_info(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
@@ -86,13 +91,50 @@ static int irq_index_get(struct vcxl_conn *c, uint32_t index, struct irq_index *
 	return 0;
 }
 
+/* An fd the client hands over as an eventfd must be one: the server writes
+ * to it, and a pipe or socket could block that write. Without /proc, any
+ * anonymous inode is taken (their write either signals or fails at once). */
+static int irq_check_eventfd(int fd)
+{
+	char path[40], link[sizeof(IRQ_EVENTFD_LINK) + 1];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n >= 0) {
+		link[n] = 0;
+		return strcmp(link, IRQ_EVENTFD_LINK) ? -EINVAL : 0;
+	}
+	if (errno != ENOENT || fstat(fd, &st) < 0)
+		return -EINVAL;
+	return (st.st_mode & S_IFMT) == 0 ? 0 : -EINVAL;
+}
+
+/* Signal without ever blocking: the file description is the client's, so
+ * O_NONBLOCK is (re)asserted before each write (the client may have cleared
+ * it). A counter at its maximum (EAGAIN) is an interrupt already pending. */
+static int irq_eventfd_signal(int fd)
+{
+	const uint64_t one = 1;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	if (write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+		return 0;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
 static void irq_signal(struct vcxl_conn *c, struct irq_index *q, uint32_t v)
 {
 	if (q->masked[v]) {
 		q->pending[v] = 1;
 		return;
 	}
-	if (q->trigger[v] >= 0 && eventfd_write(q->trigger[v], 1) == 0)
+	if (q->trigger[v] >= 0 && irq_eventfd_signal(q->trigger[v]) == 0)
 		c->st.irqs++;
 	if (q->flags & VFIO_IRQ_INFO_AUTOMASKED)
 		q->masked[v] = 1;
@@ -199,6 +241,11 @@ int conn_handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *
 			proto_err(c, m, "%u fds for %u vectors", m->nfds, s.count);
 			return reply_error(r, EINVAL);
 		}
+		for (unsigned i = 0; i < m->nfds; i++)
+			if (irq_check_eventfd(m->fds[i])) {
+				proto_err(c, m, "fd %u is not an eventfd", i);
+				return reply_error(r, EINVAL);
+			}
 	} else if (m->nfds) {
 		proto_err(c, m, "fds without DATA_EVENTFD");
 		return reply_error(r, EINVAL);

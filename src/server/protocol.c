@@ -524,6 +524,11 @@ static int handle_write_multi(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 	uint64_t cnt;
 	int first = 0;
 
+	/* vfio-user spec "VERSION": only a client that offered write_multiple sends it */
+	if (!c->write_multi) {
+		proto_err(c, m, "write_multiple was not negotiated");
+		return reply_error(r, ENOSYS);
+	}
 	if (!conn_msg_take(c, m, r, &cnt, sizeof(cnt)))
 		return r->err;
 	if (!cnt || cnt > VFIO_USER_MULTI_MAX || m->len != sizeof(cnt) + cnt * esz) {

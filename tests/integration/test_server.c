@@ -5,8 +5,10 @@
  * next waits in the backlog), disconnect and reconnect, a table of malformed
  * messages each answered with its errno while the server keeps serving,
  * unrecoverable streams closed, pipelined requests (more than one batch in
- * one write) all answered on two devices at once, and a clean SIGTERM exit.
+ * one write) all answered on two devices at once, eventfds checked and never
+ * blocking the server, and a clean SIGTERM exit.
  */
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 
 #include "tap.h"
@@ -353,6 +355,46 @@ static void test_pipelining(struct harness *h)
 	vcxl_client_close(b);
 }
 
+/* Eventfds: anything else is refused; a blocking eventfd whose counter is
+ * full must not block the server (the interrupt is already pending). */
+static void test_eventfds(struct harness *h)
+{
+	const uint32_t trig_fd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
+	const uint32_t trig_none = VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER;
+	const uint64_t full = 0xfffffffffffffffeull;
+	char s0[160], s1[160];
+	struct vcxl_client *a, *b;
+	int p[2], efd = eventfd(0, EFD_CLOEXEC); /* blocking, as a hostile client passes it */
+	uint64_t cnt = 0;
+	uint32_t v = 0;
+
+	h_dev_sock(h, 0, s0, sizeof(s0));
+	h_dev_sock(h, 1, s1, sizeof(s1));
+	if (efd < 0 || pipe(p) || vcxl_client_connect(s0, &a) || vcxl_client_connect(s1, &b)) {
+		ok(0, "eventfds: setup");
+		return;
+	}
+	is(vcxl_client_set_irqs(a, VFIO_PCI_MSIX_IRQ_INDEX, trig_fd, 0, 1, &p[1], 1, NULL), -EINVAL,
+	   "a pipe as trigger eventfd: EINVAL");
+	is(vcxl_client_set_irqs(a, VFIO_PCI_MSIX_IRQ_INDEX, trig_fd, 0, 1, &efd, 1, NULL), 0,
+	   "a blocking eventfd as trigger");
+	ok(write(efd, &full, 8) == 8, "its counter filled to the maximum");
+	/* the software trigger makes the server write the eventfd */
+	is(vcxl_client_set_irqs(a, VFIO_PCI_MSIX_IRQ_INDEX, trig_none, 0, 1, NULL, 0, NULL), 0,
+	   "TRIGGER on the full eventfd answered");
+	ok(vcxl_client_read32(b, 7, 0, &v) == 0 && v == 0x0d948086, "device 1 still served");
+	ok(read(efd, &cnt, 8) == 8 && cnt == full,
+	   "full counter left as it was (already signalled)");
+	is(vcxl_client_set_irqs(a, VFIO_PCI_MSIX_IRQ_INDEX, trig_none, 0, 1, NULL, 0, NULL), 0,
+	   "TRIGGER on the drained eventfd");
+	ok(h_eventfd_fired(efd, 2000), "and it fires");
+	vcxl_client_close(a);
+	vcxl_client_close(b);
+	close(p[0]);
+	close(p[1]);
+	close(efd);
+}
+
 int main(int argc, char **argv)
 {
 	struct harness h = {.cli = h_cli_bin(argc, argv)};
@@ -372,6 +414,7 @@ int main(int argc, char **argv)
 	test_two_devices_and_stall(&h);
 	test_malformed(&h);
 	test_pipelining(&h);
+	test_eventfds(&h);
 	is(h_stop(&h), 0, "SIGTERM: exit 0");
 	ok(access(s0, F_OK) != 0 && access(s1, F_OK) != 0, "both sockets removed");
 	if (tap_failed)

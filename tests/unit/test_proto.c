@@ -150,6 +150,19 @@ static void test_version(void)
 	caps = vcxl_client_server_caps(c);
 	ok(!caps->write_multiple, "write_multiple not echoed when not offered");
 	is(caps->max_dma_maps, 7, "max_dma_maps follows the client's smaller value");
+	{
+		/* vfio-user spec "VERSION": REGION_WRITE_MULTI only after write_multiple */
+		struct {
+			uint64_t cnt;
+			struct vfio_user_wr_multi_entry e;
+		} __attribute__((packed)) wm = {1, {0x200, 2, 4, {1, 2, 3, 4}}};
+		uint32_t v = 0;
+
+		is(raw_err(c, VFIO_USER_REGION_WRITE_MULTI, 0, &wm, sizeof(wm), NULL, 0), ENOSYS,
+		   "REGION_WRITE_MULTI without write_multiple negotiated: ENOSYS");
+		is(vcxl_client_read32(c, 2, 0x200, &v), 0, "read the register");
+		is(v, 0, "and the refused write left it alone");
+	}
 	srv_stop(&s, c);
 }
 
