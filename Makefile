@@ -28,7 +28,8 @@ $(ASAN_BUILD)/build.ninja:
 	CC=clang meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false $(MESON_OPTS)
 
 # Unit + integration tests (gcc build), then the same under clang ASan+UBSan,
-# then the short fuzz runs; the last line is the summary.
+# then the short fuzz runs; the last line is the summary:
+# "N passed, N failed, N skipped" (scripts/test-summary.py).
 test: deps
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory $(ASAN_BUILD)/build.ninja
