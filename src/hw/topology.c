@@ -98,7 +98,7 @@ static int check_other_ports(const char *hbdir, const char *rp, char *err, size_
 	if (!d)
 		return hw_err(err, errlen, -errno, "%s: %s", hbdir, strerror(errno));
 	while ((e = readdir(d)) && !rc) {
-		char sub[PATH_MAX], child[64];
+		char sub[PATH_MAX + sizeof(e->d_name) + 1], child[64];
 		if (!hw_is_bdf(e->d_name) || !strcmp(e->d_name, rp))
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", hbdir, e->d_name);
@@ -115,7 +115,7 @@ static int check_other_ports(const char *hbdir, const char *rp, char *err, size_
 /* The host bridge's ACPI companion: a CXL host bridge (ACPI0016) and its _UID */
 static int hb_uid(const char *hbdir, uint32_t *uid, char *err, size_t errlen)
 {
-	char path[PATH_MAX], v[64];
+	char path[PATH_MAX + sizeof("/firmware_node/hid")], v[64];
 	char *end;
 
 	snprintf(path, sizeof(path), "%s/firmware_node/hid", hbdir);
@@ -173,9 +173,12 @@ int vcxl_hw_topo_find(const char *sysfs_root, const char *bdf, struct vcxl_hw_to
 	/* rebuild the host bridge and root port directories */
 	size_t at = 0;
 	hbdir[0] = 0;
-	for (int i = 0; i <= root; i++)
+	/* both are prefixes of the resolved path, so they fit; checked all the same */
+	for (int i = 0; i <= root && at < sizeof(hbdir); i++)
 		at += (size_t)snprintf(hbdir + at, sizeof(hbdir) - at, "/%s", comp[i]);
-	snprintf(rpdir, sizeof(rpdir), "%s/%s", hbdir, comp[root + 1]);
+	if (at >= sizeof(hbdir) ||
+	    (size_t)snprintf(rpdir, sizeof(rpdir), "%s/%s", hbdir, comp[root + 1]) >= sizeof(rpdir))
+		return hw_err(err, errlen, -ENAMETOOLONG, "%s: sysfs path too long", link);
 	snprintf(t->hb_name, sizeof(t->hb_name), "%s", comp[root]);
 	snprintf(t->rp_bdf, sizeof(t->rp_bdf), "%s", comp[root + 1]);
 	if ((rc = rp_port_number(rpdir, &t->rp_port, err, errlen)) ||
