@@ -120,4 +120,47 @@ int vcxl_client_send_bytes(struct vcxl_client *c, const void *buf, size_t len, c
 int vcxl_client_recv_reply(struct vcxl_client *c, struct vcxl_client_reply *rep, int timeout_ms);
 void vcxl_client_reply_free(struct vcxl_client_reply *rep);
 
+/* ---- CXL mailbox commands through BAR accesses (CXL r3.1 8.2.8.4) ------ */
+
+/* Where a memory device's Primary Mailbox is (Register Locator block 3). */
+struct vcxl_client_mbox {
+	unsigned bar;	  /* BAR index of the memory device registers */
+	uint64_t block;	  /* memory device register block, offset in the BAR */
+	uint64_t mailbox; /* Primary Mailbox capability, offset in the BAR */
+	uint64_t memdev;  /* Memory Device Status capability, offset in the BAR; 0 if absent */
+	uint32_t caps;	  /* Mailbox Capabilities register */
+	size_t payload;	  /* payload bytes */
+};
+
+struct vcxl_client_mbox_cmd {
+	uint16_t opcode;
+	const void *in;
+	size_t in_len;
+	bool irq;	/* wait for a background command on its MSI-X vector */
+	int timeout_ms; /* the whole command, background part included */
+};
+
+struct vcxl_client_mbox_result {
+	uint16_t rc;	/* return code of the command */
+	size_t out_len; /* output payload length the Command register gives */
+	uint8_t *out;	/* out_len bytes (malloc'd; vcxl_client_mbox_result_free) */
+	bool bg;	/* a background command was waited for; then: */
+	uint16_t bg_opcode, bg_rc;
+	unsigned bg_pct;
+	unsigned vector; /* MSI-X vector waited on (irq) */
+	int64_t bg_ms;	 /* from the doorbell to the completion */
+};
+
+/* Find the Primary Mailbox: 0, or -errno with a one-line reason in err. */
+int vcxl_client_mbox_find(struct vcxl_client *c, struct vcxl_client_mbox *m, char *err,
+			  size_t errlen);
+/* Send one command as cxl_pci does and wait for it (and for its background
+ * part, polled or by MSI-X when cmd->irq; whatever --irq changed on the device
+ * is undone). 0 when the command ran (r->rc / r->bg_rc say how it ended), or
+ * -errno with a one-line reason in err. */
+int vcxl_client_mbox_exec(struct vcxl_client *c, const struct vcxl_client_mbox *m,
+			  const struct vcxl_client_mbox_cmd *cmd, struct vcxl_client_mbox_result *r,
+			  char *err, size_t errlen);
+void vcxl_client_mbox_result_free(struct vcxl_client_mbox_result *r);
+
 #endif /* VCXL_CLIENT_H */

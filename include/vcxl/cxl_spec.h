@@ -97,8 +97,7 @@ int vcxl_regloc_find(vcxl_cfg_read32_fn rd, void *opaque, uint8_t rbi, struct vc
 
 int vcxl_dvsec_gpf_device_layout(struct vcxl_regfile *rf, uint32_t base, uint32_t next,
 				 uint16_t phase2_duration, uint32_t phase2_power);
-int vcxl_dvsec_flexbus_layout(struct vcxl_regfile *rf, uint32_t base, uint32_t next,
-			      uint16_t cap);
+int vcxl_dvsec_flexbus_layout(struct vcxl_regfile *rf, uint32_t base, uint32_t next, uint16_t cap);
 
 /* ---- Component block: capability array and HDM decoders --------------- */
 
@@ -113,15 +112,15 @@ struct vcxl_hdm_decoder {
 /* Why a commit was refused (each sets Error Not Committed). */
 enum vcxl_hdm_commit_err {
 	VCXL_HDM_OK = 0,
-	VCXL_HDM_ERR_DISABLED,	  /* HDM Decoder Enable clear */
-	VCXL_HDM_ERR_ORDER,	  /* decoder n-1 not committed */
+	VCXL_HDM_ERR_DISABLED, /* HDM Decoder Enable clear */
+	VCXL_HDM_ERR_ORDER,    /* decoder n-1 not committed */
 	VCXL_HDM_ERR_ZERO_SIZE,
-	VCXL_HDM_ERR_ALIGN,	  /* base/size/skip not 256 MiB granular, size % ways */
-	VCXL_HDM_ERR_IW,	  /* ways encoding invalid or beyond capability */
-	VCXL_HDM_ERR_IG,	  /* granularity encoding invalid or beyond capability */
-	VCXL_HDM_ERR_OVERLAP,	  /* HPA range below/overlapping decoder n-1 */
-	VCXL_HDM_ERR_DPA,	  /* DPA range (skip included) beyond capacity */
-	VCXL_HDM_ERR_POLICY,	  /* refused by the owner's validate callback */
+	VCXL_HDM_ERR_ALIGN,   /* base/size/skip not 256 MiB granular, size % ways */
+	VCXL_HDM_ERR_IW,      /* ways encoding invalid or beyond capability */
+	VCXL_HDM_ERR_IG,      /* granularity encoding invalid or beyond capability */
+	VCXL_HDM_ERR_OVERLAP, /* HPA range below/overlapping decoder n-1 */
+	VCXL_HDM_ERR_DPA,     /* DPA range (skip included) beyond capacity */
+	VCXL_HDM_ERR_POLICY,  /* refused by the owner's validate callback */
 };
 
 struct vcxl_hdm;
@@ -136,12 +135,12 @@ struct vcxl_hdm_ops {
 };
 
 struct vcxl_comp_cfg {
-	unsigned hdm_count;	 /* 1..CXL_HDM_MAX_DECODERS_DEVICE */
-	uint32_t hdm_cap_flags;	 /* CXL_HDM_CAP_IL_* / IW_* / POISON bits */
-	bool ras;		 /* include a RAS capability */
-	bool link;		 /* include a Link capability */
-	bool hostonly_reset;	 /* Target Range Type reset value (Type-3: 1) */
-	uint64_t dpa_capacity;	 /* 0 = no DPA check (virtual view) */
+	unsigned hdm_count;	/* 1..CXL_HDM_MAX_DECODERS_DEVICE */
+	uint32_t hdm_cap_flags; /* CXL_HDM_CAP_IL_* / IW_* / POISON bits */
+	bool ras;		/* include a RAS capability */
+	bool link;		/* include a Link capability */
+	bool hostonly_reset;	/* Target Range Type reset value (Type-3: 1) */
+	uint64_t dpa_capacity;	/* 0 = no DPA check (virtual view) */
 };
 
 struct vcxl_hdm {
@@ -198,6 +197,35 @@ enum vcxl_hdm_commit_err vcxl_hdm_program(struct vcxl_hdm *h, unsigned n,
 /* True if [hpa, hpa+len) decodes through one committed decoder to one
  * contiguous DPA range starting at *dpa. */
 bool vcxl_hdm_decode_contig(const struct vcxl_hdm *h, uint64_t hpa, uint64_t len, uint64_t *dpa);
+/* ---- HDM decoders as a driver programs them (host core, vcxl CLI) ------ */
+
+/* Register writer matching vcxl_cfg_read32_fn. */
+typedef int (*vcxl_reg_write32_fn)(void *opaque, uint32_t off, uint32_t val);
+
+/* Dword access to one HDM Decoder Capability structure; offsets are relative
+ * to it (CXL_HDM_CAP, CXL_HDM_DEC_CTRL(n), ...). */
+struct vcxl_hdm_io {
+	vcxl_cfg_read32_fn rd;
+	vcxl_reg_write32_fn wr;
+	void *opaque;
+};
+
+/* Decoders the HDM Decoder Capability register announces (8.2.4.20.1):
+ * 0 + count, -EINVAL for a reserved encoding, or the read's -errno. */
+int vcxl_hdm_io_count(const struct vcxl_hdm_io *io, unsigned *count);
+/* Decoder n's registers, decoded as vcxl_hdm_decoder_get() does. */
+int vcxl_hdm_io_read(const struct vcxl_hdm_io *io, unsigned n, struct vcxl_hdm_decoder *d);
+/* The Control value that commits one way at 256 B granularity with Target
+ * Range Type host-only (HDM-H, Type-3 memory) or device-coherent (Type-2), as
+ * Linux's cxld_set_type(); Lock On Commit and the reserved bits as found. */
+uint32_t vcxl_hdm_commit_ctrl(uint32_t ctrl_now, bool hostonly);
+/* Linux's setup_hw_decoder() order: base, size and skip (high dword first),
+ * then Control. */
+int vcxl_hdm_io_program(const struct vcxl_hdm_io *io, unsigned n, uint64_t base, uint64_t size,
+			uint64_t skip, uint32_t ctrl);
+/* Linux's cxl_decoder_reset(): clear Commit, then size, base and skip. */
+int vcxl_hdm_io_decommit(const struct vcxl_hdm_io *io, unsigned n);
+
 /* Find capability `id` in a CM capability array; rd reads dwords at offsets
  * relative to the CM range (component block + 0x1000). *off is CM-relative.
  * -ENODEV if there is no array header, -ENOENT if not present. */
@@ -225,8 +253,8 @@ void vcxl_doe_reset(struct vcxl_doe *doe);
 
 struct vcxl_cdat_range {
 	uint64_t dpa_base, dpa_len;
-	uint8_t dsmas_flags;   /* CDAT_DSMAS_FLAG_* */
-	uint8_t efi_type;      /* CDAT_DSEMTS_EFI_* */
+	uint8_t dsmas_flags; /* CDAT_DSMAS_FLAG_* */
+	uint8_t efi_type;    /* CDAT_DSEMTS_EFI_* */
 	uint16_t read_lat_ns, write_lat_ns;
 	uint16_t read_bw_gbs, write_bw_gbs;
 };

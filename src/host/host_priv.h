@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "../common/errmsg.h"
+#include "vcxl/cxl_spec.h"
 #include "vcxl/host_cxl.h"
 
 #define NS_PER_MS 1000000ull
@@ -36,6 +37,22 @@ static inline int hdm_rd(struct vcxl_cxl_dev *d, uint32_t reg, uint32_t *v)
 static inline int hdm_wr(struct vcxl_cxl_dev *d, uint32_t reg, uint32_t v)
 {
 	return vcxl_cxl_comp_write32(d, d->hdm_off + reg, v);
+}
+
+/* The same access for the spec layer's decoder helpers (vcxl_hdm_io_*). */
+static inline int hdm_io_rd(void *opaque, uint32_t reg, uint32_t *v)
+{
+	return hdm_rd(opaque, reg, v);
+}
+
+static inline int hdm_io_wr(void *opaque, uint32_t reg, uint32_t v)
+{
+	return hdm_wr(opaque, reg, v);
+}
+
+static inline struct vcxl_hdm_io hdm_io(struct vcxl_cxl_dev *d)
+{
+	return (struct vcxl_hdm_io){.rd = hdm_io_rd, .wr = hdm_io_wr, .opaque = d};
 }
 
 /* Read the device's CDAT over its DOE mailbox (doe.c). 0 + malloc'ed table. */

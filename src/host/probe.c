@@ -127,26 +127,21 @@ int vcxl_cxl_comp_write32(struct vcxl_cxl_dev *d, uint32_t off, uint32_t v)
 
 int vcxl_cxl_read_decoder(struct vcxl_cxl_dev *d, unsigned n, struct vcxl_phys_decoder *out)
 {
-	uint32_t bl, bh, sl, sh, kl, kh, ctrl;
+	struct vcxl_hdm_io io = hdm_io(d);
+	struct vcxl_hdm_decoder dec;
 	int rc;
 
 	if (n >= d->hdm_count)
 		return -EINVAL;
-	if ((rc = hdm_rd(d, CXL_HDM_DEC_BASE_LO(n), &bl)) ||
-	    (rc = hdm_rd(d, CXL_HDM_DEC_BASE_HI(n), &bh)) ||
-	    (rc = hdm_rd(d, CXL_HDM_DEC_SIZE_LO(n), &sl)) ||
-	    (rc = hdm_rd(d, CXL_HDM_DEC_SIZE_HI(n), &sh)) ||
-	    (rc = hdm_rd(d, CXL_HDM_DEC_SKIP_LO(n), &kl)) ||
-	    (rc = hdm_rd(d, CXL_HDM_DEC_SKIP_HI(n), &kh)) ||
-	    (rc = hdm_rd(d, CXL_HDM_DEC_CTRL(n), &ctrl)))
+	if ((rc = vcxl_hdm_io_read(&io, n, &dec)))
 		return rc;
-	out->base = ((uint64_t)bh << 32) | (bl & CXL_HDM_DEC_LO_MASK);
-	out->size = ((uint64_t)sh << 32) | (sl & CXL_HDM_DEC_LO_MASK);
-	out->skip = ((uint64_t)kh << 32) | (kl & CXL_HDM_DEC_LO_MASK);
-	out->ctrl = ctrl;
-	out->committed = ctrl & CXL_HDM_DEC_CTRL_COMMITTED;
-	out->error = ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR;
-	out->locked = (ctrl & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT) && out->committed;
+	out->base = dec.base;
+	out->size = dec.size;
+	out->skip = dec.skip;
+	out->ctrl = dec.ctrl;
+	out->committed = dec.committed;
+	out->error = dec.ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR;
+	out->locked = dec.lock_on_commit && dec.committed;
 	return 0;
 }
 

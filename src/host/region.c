@@ -190,25 +190,15 @@ static void dec_restore(struct vcxl_cxl_dev *d, unsigned n, const struct dec_reg
 static int dec_commit(struct vcxl_cxl_dev *d, unsigned n, uint64_t hpa, uint64_t size,
 		      uint64_t skip, uint32_t ctrl_now, char *err, size_t errlen)
 {
-	struct dec_regs p;
+	struct vcxl_hdm_io io = hdm_io(d);
 	uint32_t ctrl;
 	int rc;
 
-	p.v[0] = (uint32_t)hpa & CXL_HDM_DEC_LO_MASK;
-	p.v[1] = (uint32_t)(hpa >> 32);
-	p.v[2] = (uint32_t)size & CXL_HDM_DEC_LO_MASK;
-	p.v[3] = (uint32_t)(size >> 32);
-	p.v[4] = (uint32_t)skip & CXL_HDM_DEC_LO_MASK;
-	p.v[5] = (uint32_t)(skip >> 32);
 	/* one way, 256 B granularity, Target Range Type as the device: 0
 	 * (device-coherent) for a Type-2, 1 (host-only) for a Type-3, as Linux's
 	 * cxld_set_type; Lock-On-Commit left as found (Linux never sets it) */
-	ctrl = ctrl_now & ~(CXL_HDM_DEC_CTRL_IG | CXL_HDM_DEC_CTRL_IW | CXL_HDM_DEC_CTRL_HOSTONLY |
-			    CXL_HDM_DEC_CTRL_COMMITTED | CXL_HDM_DEC_CTRL_COMMIT_ERR);
-	if (d->hostonly)
-		ctrl |= CXL_HDM_DEC_CTRL_HOSTONLY;
-	p.v[6] = ctrl | CXL_HDM_DEC_CTRL_COMMIT;
-	if ((rc = dec_write(d, n, &p)))
+	ctrl = vcxl_hdm_commit_ctrl(ctrl_now, d->hostonly);
+	if ((rc = vcxl_hdm_io_program(&io, n, hpa, size, skip, ctrl)))
 		return host_err(err, errlen, rc, "decoder %u: register write failed", n);
 	uint64_t start = vcxl_host_now_ns(d->host);
 	for (;;) {
@@ -232,17 +222,9 @@ static int dec_commit(struct vcxl_cxl_dev *d, unsigned n, uint64_t hpa, uint64_t
 /* Linux's cxl_decoder_reset: clear Commit, then size and base (and skip). */
 static int dec_decommit(struct vcxl_cxl_dev *d, unsigned n)
 {
-	uint32_t ctrl;
-	int rc;
+	struct vcxl_hdm_io io = hdm_io(d);
 
-	if ((rc = hdm_rd(d, CXL_HDM_DEC_CTRL(n), &ctrl)) ||
-	    (rc = hdm_wr(d, CXL_HDM_DEC_CTRL(n), ctrl & ~CXL_HDM_DEC_CTRL_COMMIT)))
-		return rc;
-	static const uint32_t clear[6] = {0x0c, 0x08, 0x04, 0x00, 0x18, 0x14};
-	for (unsigned i = 0; i < 6; i++)
-		if ((rc = hdm_wr(d, CXL_HDM_DEC_BASE_LO(n) + clear[i], 0)))
-			return rc;
-	return 0;
+	return vcxl_hdm_io_decommit(&io, n);
 }
 
 static int region_map(struct vcxl_region *r, char *err, size_t errlen)
