@@ -34,20 +34,14 @@ static struct vcxl_hdm_io hdm_io(struct ctx *x)
 	return (struct vcxl_hdm_io){.rd = hdm_rd, .wr = hdm_wr, .opaque = x};
 }
 
-/* CXL r3.1 8.2.4.20.1: decoder count encoding (0 -> 1, n -> 2n) */
+/* CXL r3.1 8.2.4.20.1: the spec layer decodes Decoder Count (reserved: -EINVAL) */
 int cli_hdm_count(const struct vcxl_hdm_io *io, unsigned cap_count, unsigned *count)
 {
-	uint32_t cap;
-	int rc = io->rd(io->opaque, CXL_HDM_CAP, &cap);
-	unsigned v;
+	int rc = vcxl_hdm_io_count(io, count);
 
-	if (rc)
-		return rc;
-	v = (unsigned)VCXL_FIELD_GET(CXL_HDM_CAP_DECODER_COUNT, cap);
-	*count = v ? v * 2 : 1;
-	if (cap_count && *count > cap_count)
+	if (!rc && cap_count && *count > cap_count)
 		*count = cap_count;
-	return 0;
+	return rc;
 }
 
 int cmd_hdm(struct ctx *x, bool json)
@@ -207,8 +201,7 @@ int cmd_commit(struct ctx *x, unsigned n, uint64_t base, uint64_t size)
 		return fail("decoder %u: %s", n, strerror(-rc));
 	if (ctrl & CXL_HDM_DEC_CTRL_COMMITTED)
 		return fail("decoder %u: already committed (decommit it first)", n);
-	(void)is_memdev;
-	ctrl = vcxl_hdm_commit_ctrl(ctrl, false);
+	ctrl = vcxl_hdm_commit_ctrl(ctrl, is_memdev(cfg));
 	rc = vcxl_hdm_io_program(&io, n, base, size, 0, ctrl);
 	if (rc)
 		return fail("decoder %u: programming: %s", n, strerror(-rc));
@@ -229,8 +222,10 @@ int cmd_commit(struct ctx *x, unsigned n, uint64_t base, uint64_t size)
 				    COMMIT_POLL_MS, ctrl);
 		usleep(COMMIT_POLL_US);
 	}
-	printf("decoder %u committed: base 0x%llx size 0x%llx\n", n, (unsigned long long)base,
-	       (unsigned long long)size);
+	printf("decoder %u committed: base 0x%llx size 0x%llx, %s\n", n, (unsigned long long)base,
+	       (unsigned long long)size,
+	       ctrl & CXL_HDM_DEC_CTRL_HOSTONLY ? "host-only (HDM-H)"
+						: "device-coherent (HDM-D/DB)");
 	return 0;
 }
 

@@ -263,7 +263,8 @@ static void test_cli(struct harness *h)
 	snprintf(args, sizeof(args), "commit %s --decoder 0 --base 0x100000000 --size 256M",
 		 h->sock);
 	is(run_cli(h, args, out, sizeof(out)), 0, "vcxl commit decoder 0 exits 0");
-	ok(strstr(out, "committed") != NULL, "commit reports success");
+	ok(strstr(out, "committed") != NULL && strstr(out, "device-coherent (HDM-D/DB)"),
+	   "commit reports success, Target Range Type device-coherent on a Type-2");
 	snprintf(args, sizeof(args), "commit %s --decoder 7 --base 0x100000000 --size 256M",
 		 h->sock);
 	rc = run_cli(h, args, out, sizeof(out));

@@ -390,6 +390,23 @@ static void test_cli_mbox(const struct harness *h)
 	ok(rc != 0 && one_error_line(out, "needs --opcode"), "mbox without --opcode refused");
 }
 
+/* vcxl commit on a class memory device commits host-only (HDM-H), as Linux's
+ * cxld_set_type() does for a Type-3; the target type read back is printed. */
+static void test_cli_commit(const struct harness *h)
+{
+	static char out[4096], args[512];
+	int rc;
+
+	snprintf(args, sizeof(args), "commit %s --decoder 0 --base 0x2000000000 --size 256M",
+		 h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	ok(rc == 0 && strstr(out, "decoder 0 committed: base 0x2000000000 size 0x10000000") &&
+	       strstr(out, "host-only (HDM-H)"),
+	   "vcxl commit on a Type-3: committed with Target Range Type host-only (exit %d)", rc);
+	if (rc || !strstr(out, "host-only"))
+		diag("%s", out);
+}
+
 /* What `vcxl mbox --irq` changed is back: BG interrupt enable and MSI-X enable clear. */
 static void test_left_as_found(const struct harness *h, uint64_t mb)
 {
@@ -535,6 +552,7 @@ static void test_type3_server(const char *bin, const char *cli)
 
 		test_bg_irq_enable(&h, mb);
 		test_cli_mbox(&h);
+		test_cli_commit(&h);
 		test_left_as_found(&h, mb);
 	}
 	is(h_log_count(&h, VCXL_PROTO_ERR_PREFIX), 0, "no protocol error in the server log");
