@@ -11,7 +11,7 @@
 static int tap_n, tap_failed;
 
 static inline int tap_ok(int cond, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static inline int tap_ok(int cond, const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -35,13 +35,23 @@ static inline int tap_ok(int cond, const char *file, int line, const char *fmt, 
 	do {                                                                                       \
 		uint64_t tap_g_ = (uint64_t)(got), tap_e_ = (uint64_t)(exp);                       \
 		if (!ok(tap_g_ == tap_e_, __VA_ARGS__))                                            \
-			printf("#   got 0x%" PRIx64 ", expected 0x%" PRIx64 "\n", tap_g_, tap_e_);     \
+			printf("#   got 0x%" PRIx64 ", expected 0x%" PRIx64 "\n", tap_g_, tap_e_); \
 	} while (0)
 #define diag(...)                                                                                  \
 	do {                                                                                       \
 		printf("# ");                                                                      \
 		printf(__VA_ARGS__);                                                               \
 		printf("\n");                                                                      \
+	} while (0)
+
+/* A setup step that must work (ftruncate and the like; _FORTIFY_SOURCE
+ * builds refuse to ignore their result): TAP "Bail out!" if it fails. */
+#define setup_ok(expr)                                                                             \
+	do {                                                                                       \
+		if ((expr) != 0) {                                                                 \
+			printf("Bail out! %s:%d: %s failed\n", __FILE__, __LINE__, #expr);         \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static inline int tap_done(void)

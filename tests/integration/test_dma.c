@@ -90,7 +90,7 @@ static void test_jobs(struct harness *h)
 	uint32_t st;
 	const uint64_t dpa = 0x200000;
 
-	ftruncate(mfd, WIN_SIZE);
+	setup_ok(ftruncate(mfd, WIN_SIZE));
 	g = mmap(NULL, WIN_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	for (unsigned i = 0; i < 0x10000; i++)
 		g[i] = (uint8_t)(i * 31 + 7);

@@ -777,7 +777,7 @@ static void test_short_dma_fd(void)
 		return;
 	}
 	is(connect_retry(h.sock, &c), 0, "short fd: client negotiates");
-	ftruncate(mfd, 4096);
+	setup_ok(ftruncate(mfd, 4096));
 	/* a 1 MiB window on a 4 KiB memfd, then a device read at +64 KiB */
 	rc = vcxl_client_dma_map(c, 1ull << 32, 1 << 20, RW, mfd, 0, NULL);
 	if (rc == 0) {
@@ -798,10 +798,10 @@ static void test_short_dma_fd(void)
 	/* a window that was whole when mapped, then the client shrinks its file */
 	if (alive) {
 		int mfd2 = memfd_create("shrunk", MFD_CLOEXEC);
-		ftruncate(mfd2, 1 << 20);
+		setup_ok(ftruncate(mfd2, 1 << 20));
 		rc = vcxl_client_dma_map(c, 2ull << 32, 1 << 20, RW, mfd2, 0, NULL);
 		is(rc, 0, "shrink: a whole 1 MiB window maps");
-		ftruncate(mfd2, 4096);
+		setup_ok(ftruncate(mfd2, 4096));
 		status = 0;
 		vcxl_client_write32(c, 2, ACCEL_REG_STATUS, ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
 		vcxl_client_write32(c, 2, ACCEL_REG_JOB_OP, ACCEL_OP_COPY);

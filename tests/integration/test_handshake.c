@@ -22,7 +22,7 @@ static void test_qemu_order(struct harness *h)
 	uint32_t count, flags;
 	int mfd = memfd_create("guest-ram", MFD_CLOEXEC);
 
-	ftruncate(mfd, 16 << 20);
+	setup_ok(ftruncate(mfd, 16 << 20));
 	is(vcxl_client_connect(h->sock, &c), 0, "VERSION with QEMU 10.2 capabilities");
 	ok(vcxl_client_server_caps(c)->max_msg_fds == 16 &&
 	       vcxl_client_server_caps(c)->max_data_xfer_size == (1u << 20),

@@ -79,7 +79,7 @@ static void test_two_devices_and_stall(struct harness *h)
 	{
 		int mfd = memfd_create("g", MFD_CLOEXEC);
 
-		ftruncate(mfd, 1 << 20);
+		setup_ok(ftruncate(mfd, 1 << 20));
 		is(vcxl_client_dma_map(a, 0x100000, 1 << 20, RW, mfd, 0, NULL), 0,
 		   "map on device 0");
 		close(mfd);

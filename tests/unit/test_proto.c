@@ -302,7 +302,7 @@ static void test_dma_irq(void)
 	uint64_t ev = 0;
 	const uint32_t rw = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
 
-	ftruncate(mfd, 0x10000);
+	setup_ok(ftruncate(mfd, 0x10000));
 	g = mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	for (unsigned i = 0; i < 0x1000; i++)
 		g[i] = (uint8_t)(i ^ 0x5a);
@@ -430,7 +430,7 @@ static void test_hw_device(void)
 	ok(c != NULL, "hw device: connected");
 	if (!c)
 		return;
-	ftruncate(mfd, 0x20000);
+	setup_ok(ftruncate(mfd, 0x20000));
 	is(vcxl_client_dma_map(c, 0x100000, 0x10000, rw, mfd, 0, NULL), 0, "DMA_MAP with an fd");
 	is(s.dev.iommu_maps, 1, "... mapped for the device's own DMA");
 	is(s.dev.last_map_iova, 0x100000, "... at the IOVA");

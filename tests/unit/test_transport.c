@@ -142,8 +142,8 @@ static void test_readahead_fds(void)
 	size_t at = 0;
 	int rc = 0;
 
-	ftruncate(m1, 0x1000);
-	ftruncate(m3, 0x1000);
+	setup_ok(ftruncate(m1, 0x1000));
+	setup_ok(ftruncate(m3, 0x1000));
 	fake_dev_init(&f);
 	memcpy(ver + 4, caps, strlen(caps) + 1);
 	at = put_msg(in, at, 1, VFIO_USER_VERSION, ver, 4 + strlen(caps) + 1);
@@ -189,7 +189,7 @@ static void test_bufio(void)
 	int mfd = memfd_create("t", MFD_CLOEXEC);
 	int rc = 0;
 
-	ftruncate(mfd, 0x1000);
+	setup_ok(ftruncate(mfd, 0x1000));
 	fake_dev_init(&f);
 	memcpy(ver + 4, caps, strlen(caps) + 1);
 	at = put_msg(in, at, 1, VFIO_USER_VERSION, ver, 4 + strlen(caps) + 1);
