@@ -50,6 +50,8 @@ struct vcxl_client_region {
 	} sparse[VCXL_CLIENT_MAX_SPARSE];
 	bool has_type;
 	uint32_t type, subtype;
+	bool has_comp; /* VFIO_REGION_INFO_CAP_CXL_COMP_REGS (the COMP_REGS region) */
+	struct vcxl_region_info_cap_cxl_comp_regs comp;
 	unsigned tries; /* GET_REGION_INFO messages it took (argsz retry) */
 };
 

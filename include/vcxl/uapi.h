@@ -31,6 +31,33 @@
 #ifndef VFIO_REGION_SUBTYPE_CXL
 #define VFIO_REGION_SUBTYPE_CXL 1 /* the CXL (HDM) region: mmappable memory */
 #endif
+#ifndef VFIO_REGION_SUBTYPE_CXL_COMP_REGS
+#define VFIO_REGION_SUBTYPE_CXL_COMP_REGS 2 /* component registers: read/write, no mmap */
+#endif
+
+/*
+ * The component-registers region's geometry, a region-info capability as the
+ * series' v4 direction puts it (VFIO_REGION_INFO_CAP_CXL_COMP_REGS on the
+ * COMP_REGS region: the component BAR, the block's offset and size). Upstream
+ * has not fixed its number; vcxl uses 6, the first id <linux/vfio.h> leaves
+ * free (see docs/uapi.md).
+ */
+#ifndef VFIO_REGION_INFO_CAP_CXL_COMP_REGS
+#define VFIO_REGION_INFO_CAP_CXL_COMP_REGS 6
+#endif
+#define VCXL_REGION_INFO_CAP_CXL_COMP_REGS_VERSION 1
+
+struct vcxl_region_info_cap_cxl_comp_regs {
+	struct vfio_info_cap_header header; /* id VFIO_REGION_INFO_CAP_CXL_COMP_REGS, version 1 */
+	__u32 bar;			    /* BAR index holding the component block */
+	__u32 hdm_count;		    /* HDM decoders the guest sees */
+	__u64 offset;			    /* component block, from the start of the BAR */
+	__u64 size;			    /* bytes of the block (= the region's size) */
+	__u64 hdm_offset; /* HDM Decoder Capability, from the start of the block */
+	__u64 hdm_size;	  /* 0x10 + 0x20 * hdm_count */
+};
+
+_Static_assert(sizeof(struct vcxl_region_info_cap_cxl_comp_regs) == 48, "no padding holes");
 
 /* vfio_device_info_cap_cxl.flags */
 #define VFIO_CXL_CAP_FIRMWARE_COMMITTED (1u << 0) /* region was committed by firmware */

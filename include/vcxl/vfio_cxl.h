@@ -20,8 +20,9 @@
 #define VCXL_MAX_SPARSE 4
 
 /* Region and IRQ indexes the virtual device serves (VFIO PCI numbering) */
-#define VCXL_VDEV_CXL_REGION  VFIO_PCI_NUM_REGIONS /* 9: the CXL region */
-#define VCXL_VDEV_NUM_REGIONS (VFIO_PCI_NUM_REGIONS + 1)
+#define VCXL_VDEV_CXL_REGION  VFIO_PCI_NUM_REGIONS	 /* 9: the CXL region */
+#define VCXL_VDEV_COMP_REGION (VFIO_PCI_NUM_REGIONS + 1) /* 10: the component registers */
+#define VCXL_VDEV_NUM_REGIONS (VFIO_PCI_NUM_REGIONS + 2)
 #define VCXL_VDEV_NUM_IRQS    VFIO_PCI_NUM_IRQS
 #define VCXL_VDEV_CONFIG_SIZE 4096u
 
@@ -45,6 +46,8 @@ struct vcxl_vregion_info {
 	struct vcxl_sparse_area sparse[VCXL_MAX_SPARSE];
 	bool has_type; /* device-specific region: VFIO_REGION_INFO_CAP_TYPE */
 	uint32_t type, subtype;
+	bool has_comp; /* the COMP_REGS region: VFIO_REGION_INFO_CAP_CXL_COMP_REGS */
+	struct vcxl_region_info_cap_cxl_comp_regs comp;
 };
 
 struct vcxl_vdev_info {

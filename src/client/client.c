@@ -655,6 +655,11 @@ static int region_parse_caps(const uint8_t *buf, size_t len, uint32_t cap_offset
 			ri->has_type = true;
 			ri->type = t[0];
 			ri->subtype = t[1];
+		} else if (h.id == VFIO_REGION_INFO_CAP_CXL_COMP_REGS) {
+			if (len - off < sizeof(ri->comp))
+				return -EPROTO;
+			memcpy(&ri->comp, buf + off, sizeof(ri->comp));
+			ri->has_comp = true;
 		}
 		off = h.next;
 	}

@@ -378,6 +378,7 @@ static int handle_region_info(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 		ri.flags = 0;
 		ri.nr_sparse = 0;
 		ri.has_type = false;
+		ri.has_comp = false;
 	}
 	if (!(ri.flags & VFIO_REGION_INFO_FLAG_MMAP) || ri.fd < 0) {
 		ri.flags &= ~VFIO_REGION_INFO_FLAG_MMAP;
@@ -414,7 +415,13 @@ static int handle_region_info(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 
 		next_at = cap_append(r->small, &len, last, VFIO_REGION_INFO_CAP_TYPE, 1, body,
 				     sizeof(body));
+		last = &next_at;
 	}
+	if (ri.has_comp)
+		next_at =
+		    cap_append(r->small, &len, last, ri.comp.header.id, ri.comp.header.version,
+			       (const uint8_t *)&ri.comp + sizeof(ri.comp.header),
+			       sizeof(ri.comp) - sizeof(ri.comp.header));
 	info.argsz = len;
 	if (len > sizeof(info) && req.argsz >= len) {
 		info.flags |= VFIO_REGION_INFO_FLAG_CAPS;

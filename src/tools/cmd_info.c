@@ -140,6 +140,20 @@ int cmd_info(struct ctx *x, bool json)
 			json_object_object_add(j, "type", json_object_new_int64(ri.type));
 			json_object_object_add(j, "subtype", json_object_new_int64(ri.subtype));
 		}
+		if (ri.has_comp) {
+			struct json_object *g = json_object_new_object();
+
+			json_object_object_add(g, "bar", json_object_new_int64(ri.comp.bar));
+			json_object_object_add(g, "offset",
+					       json_object_new_int64((int64_t)ri.comp.offset));
+			json_object_object_add(g, "size",
+					       json_object_new_int64((int64_t)ri.comp.size));
+			json_object_object_add(g, "hdm_offset",
+					       json_object_new_int64((int64_t)ri.comp.hdm_offset));
+			json_object_object_add(g, "hdm_count",
+					       json_object_new_int64(ri.comp.hdm_count));
+			json_object_object_add(j, "comp_regs", g);
+		}
 		json_object_array_add(regs, j);
 		if (json || !ri.size)
 			continue;
@@ -159,7 +173,15 @@ int cmd_info(struct ctx *x, bool json)
 			       ri.type == VFIO_REGION_TYPE_CXL &&
 				       ri.subtype == VFIO_REGION_SUBTYPE_CXL
 				   ? " (CXL region)"
+			       : ri.type == VFIO_REGION_TYPE_CXL &&
+				       ri.subtype == VFIO_REGION_SUBTYPE_CXL_COMP_REGS
+				   ? " (CXL component registers)"
 				   : "");
+		if (ri.has_comp)
+			printf(" BAR%u+0x%llx size 0x%llx, HDM at +0x%llx, %u decoder(s)",
+			       ri.comp.bar, (unsigned long long)ri.comp.offset,
+			       (unsigned long long)ri.comp.size,
+			       (unsigned long long)ri.comp.hdm_offset, ri.comp.hdm_count);
 		printf("\n");
 	}
 	for (uint32_t i = 0; i < x->info.num_irqs; i++) {

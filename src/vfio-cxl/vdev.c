@@ -211,6 +211,23 @@ int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregi
 		ri->type = VFIO_REGION_TYPE_CXL;
 		ri->subtype = VFIO_REGION_SUBTYPE_CXL;
 		return 0;
+	case VCXL_VDEV_COMP_REGION:
+		/* the v3/v4 COMP_REGS region: the emulated component block, no mmap */
+		ri->size = CXL_COMPONENT_BLOCK_SIZE;
+		ri->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+		ri->has_type = true;
+		ri->type = VFIO_REGION_TYPE_CXL;
+		ri->subtype = VFIO_REGION_SUBTYPE_CXL_COMP_REGS;
+		ri->has_comp = true;
+		ri->comp.header.id = VFIO_REGION_INFO_CAP_CXL_COMP_REGS;
+		ri->comp.header.version = VCXL_REGION_INFO_CAP_CXL_COMP_REGS_VERSION;
+		ri->comp.bar = v->dev->comp_bar;
+		ri->comp.hdm_count = v->guest_decoders;
+		ri->comp.offset = v->dev->comp_off;
+		ri->comp.size = CXL_COMPONENT_BLOCK_SIZE;
+		ri->comp.hdm_offset = v->comp.hdm.off;
+		ri->comp.hdm_size = CXL_HDM_CAP_SIZE(v->guest_decoders);
+		return 0;
 	default:
 		return -EINVAL;
 	}
@@ -271,6 +288,32 @@ static int cxl_region_rw(struct vcxl_vdev *v, bool write, uint64_t off, void *bu
 	return 0;
 }
 
+/* The COMP_REGS region: offset = offset in the component block, the same
+ * register file as the block inside the BAR. Dword-aligned dwords only (an
+ * aligned qword is one 8-byte access, CXL r3.1 8.2.2); else -EINVAL. */
+static int comp_region_rw(struct vcxl_vdev *v, bool write, uint64_t off, uint8_t *buf, size_t len)
+{
+	unsigned w = len == sizeof(uint64_t) && off % sizeof(uint64_t) == 0 ? sizeof(uint64_t)
+									    : sizeof(uint32_t);
+
+	if (len == 0 || off % sizeof(uint32_t) || len % sizeof(uint32_t) ||
+	    off >= CXL_COMPONENT_BLOCK_SIZE || len > CXL_COMPONENT_BLOCK_SIZE - off)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i += w) {
+		uint64_t val = 0;
+		int rc;
+
+		if (write)
+			memcpy(&val, buf + i, w);
+		rc = vcomp_access(v, write, (uint32_t)(off + i), w, &val);
+		if (rc)
+			return rc;
+		if (!write)
+			memcpy(buf + i, &val, w);
+	}
+	return 0;
+}
+
 static int region_rw(struct vcxl_vdev *v, uint32_t index, bool write, uint64_t off, void *buf,
 		     size_t len)
 {
@@ -283,6 +326,8 @@ static int region_rw(struct vcxl_vdev *v, uint32_t index, bool write, uint64_t o
 		return write ? vcfg_write(v, off, buf, len) : vcfg_read(v, off, buf, len);
 	case VCXL_VDEV_CXL_REGION:
 		return cxl_region_rw(v, write, off, buf, len);
+	case VCXL_VDEV_COMP_REGION:
+		return comp_region_rw(v, write, off, buf, len);
 	default:
 		return -EINVAL;
 	}

@@ -168,6 +168,51 @@ static int run_cli(const struct harness *h, const char *args, char *out, size_t 
  * QEMU 10.2's vfio-user client asks with 16; the kernel path (and a patched
  * QEMU) with sizeof(struct vfio_device_info) = 24, then with the argsz it got.
  */
+/* The component-registers region over the wire: found by type/subtype, its
+ * geometry capability after the type capability (argsz retry), and its
+ * registers the same as the block inside the BAR. */
+static void test_comp_regs_region(struct harness *h)
+{
+	struct vcxl_client *c;
+	struct vcxl_client_info info;
+	struct vcxl_client_region ri;
+	uint32_t found = 0, a = 0, b = 0;
+
+	is(vcxl_client_connect(h->sock, &c), 0, "COMP_REGS: client connects");
+	if (!c)
+		return;
+	is(vcxl_client_get_info(c, &info), 0, "GET_INFO");
+	for (uint32_t i = VFIO_PCI_NUM_REGIONS; i < info.num_regions; i++) {
+		if (vcxl_client_region_info(c, i, &ri))
+			continue;
+		if (ri.fd >= 0)
+			close(ri.fd);
+		if (ri.has_type && ri.type == 0x80001e98u && ri.subtype == 2)
+			found = i;
+	}
+	ok(found != 0, "a region of type 0x80001e98 subtype 2 (index %u)", found);
+	if (!found) {
+		vcxl_client_close(c);
+		return;
+	}
+	is(vcxl_client_region_info(c, found, &ri), 0, "REGION_INFO %u", found);
+	is(ri.tries, 2, "caps beyond 32 bytes: argsz retry");
+	is(ri.argsz, 32 + 16 + 48, "argsz: info + type cap + geometry cap");
+	ok((ri.flags & VFIO_REGION_INFO_FLAG_READ) && (ri.flags & VFIO_REGION_INFO_FLAG_WRITE) &&
+	       !(ri.flags & VFIO_REGION_INFO_FLAG_MMAP) && ri.fd < 0,
+	   "read/write, no mmap, no fd");
+	ok(ri.has_comp && ri.comp.bar == info.cxl.hdm_bar &&
+	       ri.comp.offset == info.cxl.comp_offset && ri.comp.size == ri.size &&
+	       ri.comp.offset + ri.comp.hdm_offset == info.cxl.hdm_offset &&
+	       ri.comp.hdm_count == info.cxl.hdm_count,
+	   "geometry capability agrees with the device capability");
+	is(vcxl_client_read32(c, found, ri.comp.hdm_offset, &a), 0, "REGION_READ HDM cap");
+	is(vcxl_client_read32(c, ri.comp.bar, ri.comp.offset + ri.comp.hdm_offset, &b), 0,
+	   "the same register through the BAR");
+	is(a, b, "same value (0x%08x)", a);
+	vcxl_client_close(c);
+}
+
 static void test_get_info_argsz(struct harness *h)
 {
 	static const struct {
@@ -297,6 +342,7 @@ int main(int argc, char **argv)
 	}
 	test_qemu_order(&h);
 	test_get_info_argsz(&h);
+	test_comp_regs_region(&h);
 	test_cli(&h);
 	is(h_log_count(&h, VCXL_PROTO_ERR_PREFIX), 0, "no protocol error in the server log");
 	is(h_stop(&h), 0, "SIGTERM: exit status 0");

@@ -81,7 +81,7 @@ static void test_info(void)
 	is(info.flags, VFIO_DEVICE_FLAGS_PCI | VFIO_DEVICE_FLAGS_RESET | VFIO_DEVICE_FLAGS_CXL,
 	   "device flags PCI | RESET | CXL (bit 9)");
 	is(VFIO_DEVICE_FLAGS_CXL, 1u << 9, "CXL flag is bit 9");
-	is(info.num_regions, 10, "10 regions");
+	is(info.num_regions, 11, "11 regions (9 PCI, the CXL region, the component registers)");
 	is(info.num_irqs, 5, "5 IRQ indexes");
 	is(info.cxl.header.id, 6, "cap id 6");
 	is(info.cxl.header.version, 1, "cap version 1");
@@ -127,7 +127,27 @@ static void test_info(void)
 	   "type 0x80001e98 (PCI vendor type | CXL 0x1e98) subtype 1");
 	is(ri.fd, r->fd, "fd from hpa_map");
 	is(ri.fd_offset, r->fd_offset, "offset from hpa_map");
-	is(vcxl_vdev_region_info(e.v, 10, &ri), (uint64_t)-EINVAL, "index 10: -EINVAL");
+	ok(!ri.has_comp, "no component-register geometry on the CXL region");
+
+	/* region 10: the component registers (v3/v4 COMP_REGS), geometry in a region cap */
+	is(vcxl_vdev_region_info(e.v, 10, &ri), 0, "component-registers region info");
+	is(ri.size, 0x10000, "size: the 64 KiB component block");
+	is(ri.flags, VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE,
+	   "R/W, not mmappable");
+	is(ri.fd, -1, "no fd");
+	ok(ri.has_type && ri.type == 0x80001e98u && ri.subtype == 2,
+	   "type 0x80001e98 subtype 2 (COMP_REGS)");
+	ok(ri.has_comp && ri.comp.header.id == VFIO_REGION_INFO_CAP_CXL_COMP_REGS &&
+	       ri.comp.header.version == 1,
+	   "geometry capability, version 1");
+	is(ri.comp.bar, info.cxl.hdm_bar, "geometry: BAR = the device cap's hdm_bar");
+	is(ri.comp.offset, info.cxl.comp_offset, "geometry: block offset = comp_offset");
+	is(ri.comp.size, info.cxl.comp_size, "geometry: block size = comp_size");
+	is(ri.comp.offset + ri.comp.hdm_offset, info.cxl.hdm_offset,
+	   "geometry: block + hdm_offset = the device cap's hdm_offset (from the BAR)");
+	is(ri.comp.hdm_count, info.cxl.hdm_count, "geometry: hdm_count");
+	is(ri.comp.hdm_size, info.cxl.hdm_size, "geometry: hdm_size");
+	is(vcxl_vdev_region_info(e.v, 11, &ri), (uint64_t)-EINVAL, "index 11: -EINVAL");
 
 	uint32_t count, flags;
 	is(vcxl_vdev_irq_info(e.v, VFIO_PCI_INTX_IRQ_INDEX, &count, &flags), 0, "INTx info");
@@ -196,6 +216,71 @@ static void test_sparse(void)
 		}
 		env_fini(&e);
 	}
+}
+
+/* ---- the component-registers region (v3/v4 COMP_REGS) ---------------------- */
+
+/* Region 10 is the same register file as the block inside BAR0: what one
+ * path writes the other reads, a commit through it commits, and anything
+ * but dword-aligned dwords (or an aligned qword) is -EINVAL. */
+static void test_comp_region(void)
+{
+	struct vcxl_model_cfg mc = {.mem_size = G, .decoders = 2};
+	struct env e;
+	struct vcxl_vregion_info ri;
+	uint8_t buf[64];
+	int rc;
+
+	if (!ok(env_init(&e, &mc, NULL) == 0, "vdev"))
+		return;
+	vcxl_vdev_region_info(e.v, VCXL_VDEV_COMP_REGION, &ri);
+	const uint64_t cs = ri.comp.offset, h = ri.comp.hdm_offset;
+	const uint32_t R = VCXL_VDEV_COMP_REGION;
+
+	is(g_rd(e.v, R, CXL_CM_OFFSET, 4, &rc), g_rd(e.v, 0, cs + CXL_CM_OFFSET, 4, NULL),
+	   "CM capability header: region 10 = BAR0 + block");
+	is(rc, 0, "dword read: ok");
+	is(g_rd(e.v, R, h + CXL_HDM_CAP, 4, NULL), g_rd(e.v, 0, cs + h + CXL_HDM_CAP, 4, NULL),
+	   "HDM capability register: region 10 = BAR0");
+	/* enable + program + commit decoder 0 through region 10 (CXL r3.1 8.2.4.20) */
+	is(g_wr(e.v, R, h + CXL_HDM_GLOBAL_CTRL, 4, CXL_HDM_GCTRL_ENABLE), 0,
+	   "HDM Decoder Enable through region 10");
+	is(g_wr(e.v, R, h + CXL_HDM_DEC_BASE_LO(0), 8, 0x100000000ull), 0,
+	   "decoder 0 base, one aligned qword");
+	is(g_wr(e.v, R, h + CXL_HDM_DEC_SIZE_LO(0), 4, (uint32_t)VCXL_SZ_256M), 0, "size low");
+	is(g_wr(e.v, R, h + CXL_HDM_DEC_SIZE_HI(0), 4, 0), 0, "size high");
+	is(g_rd(e.v, 0, cs + h + CXL_HDM_DEC_BASE_HI(0), 4, NULL), 1,
+	   "base high written through region 10 reads back through BAR0");
+	is(g_wr(e.v, R, h + CXL_HDM_DEC_CTRL(0), 4, CXL_HDM_DEC_CTRL_COMMIT), 0, "commit");
+	uint32_t ctrl = (uint32_t)g_rd(e.v, 0, cs + h + CXL_HDM_DEC_CTRL(0), 4, NULL);
+	ok((ctrl & CXL_HDM_DEC_CTRL_COMMITTED) && !(ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR),
+	   "decoder 0 committed (BAR0 view: ctrl 0x%08x)", ctrl);
+	/* several dwords at once */
+	memset(buf, 0, sizeof(buf));
+	is(vcxl_vdev_region_read(e.v, R, h + CXL_HDM_DEC_BASE_LO(0), buf, 32), 0,
+	   "32-byte read: ok (dword by dword)");
+	uint32_t w[8];
+	memcpy(w, buf, sizeof(w));
+	ok(w[0] == 0 && w[1] == 1 && w[2] == (uint32_t)VCXL_SZ_256M && w[3] == 0 &&
+	       (w[4] & CXL_HDM_DEC_CTRL_COMMITTED),
+	   "base lo/hi, size lo/hi, control in one read");
+	/* access rules: defined errors, nothing changed */
+	is(vcxl_vdev_region_read(e.v, R, h + 2, buf, 4), (uint64_t)-EINVAL,
+	   "unaligned dword: -EINVAL");
+	is(vcxl_vdev_region_read(e.v, R, h, buf, 2), (uint64_t)-EINVAL, "2-byte read: -EINVAL");
+	is(vcxl_vdev_region_write(e.v, R, h + CXL_HDM_DEC_CTRL(0), buf, 1), (uint64_t)-EINVAL,
+	   "1-byte write: -EINVAL");
+	is(vcxl_vdev_region_read(e.v, R, 0x10000 - 4, buf, 8), (uint64_t)-EINVAL,
+	   "read past the block: -EINVAL");
+	is(vcxl_vdev_region_read(e.v, R, 0x10000, buf, 4), (uint64_t)-EINVAL,
+	   "read at the end: -EINVAL");
+	is(vcxl_vdev_region_read(e.v, R, UINT64_MAX - 3, buf, 4), (uint64_t)-EINVAL,
+	   "offset near 2^64: -EINVAL");
+	is(vcxl_vdev_region_read(e.v, R, 0, buf, 0), (uint64_t)-EINVAL, "empty access: -EINVAL");
+	is((uint32_t)g_rd(e.v, 0, cs + h + CXL_HDM_DEC_CTRL(0), 4, NULL), ctrl,
+	   "refused accesses left decoder 0 as it was");
+	is(vcxl_vdev_region_ptr(e.v, R, 0, 4), NULL, "no host pointer into the register region");
+	env_fini(&e);
 }
 
 /* ---- the CXL region --------------------------------------------------------- */
@@ -719,6 +804,7 @@ int main(void)
 	test_info();
 	test_sparse();
 	test_region_io();
+	test_comp_region();
 	test_linux_guest();
 	test_reset();
 	test_firmware();
