@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# vcxl: make (build), make run, make test, make bench, make deps, make fuzz
+# vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -7,8 +7,10 @@ MESON_OPTS ?=
 FUZZ_TIME  ?= 60
 FUZZ_SHORT_TIME ?= 15
 RUN_ARGS   ?=
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 
-.PHONY: all deps build run test test-asan bench fuzz fuzz-short format clean
+.PHONY: all deps build run test test-asan bench fuzz fuzz-short format clean install
 
 all: build
 
@@ -40,6 +42,13 @@ test: deps
 	-@$(MAKE) --no-print-directory fuzz-short
 	@./scripts/test-summary.py $(BUILD)/meson-logs/testlog.json $(ASAN_BUILD)/meson-logs/testlog.json \
 		$(FUZZ_BUILD)/fuzz-short.json
+
+# Install under PREFIX (the build directory is configured for it), into DESTDIR
+# when set: binaries, libvcxl-client + header + pkg-config file, man pages,
+# bash completion, the systemd unit, docs. /usr gets its config in /etc.
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX) $(if $(filter /usr,$(PREFIX)),-Dsysconfdir=/etc)
+	meson install -C $(BUILD) $(if $(DESTDIR),--destdir "$(DESTDIR)")
 
 bench: build
 	./scripts/bench.sh $(BUILD)

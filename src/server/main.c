@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "config.h"
 #include "vcxl/host_cxl.h"
 #include "vcxl/hw_vfio.h"
 #include "vcxl/model.h"
@@ -73,6 +75,9 @@ static void usage(FILE *f)
 		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
 		"                           client messages are logged at warn as\n"
 		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
+		"  -C, --config FILE        options from FILE, one per line without the dashes\n"
+		"                           (\"mem-size = 1G\"); the command line's win\n"
+		"  -V, --version            print the version and exit\n"
 		"  -h, --help               this text\n"
 		"\n"
 		"Runs in the foreground, logs to stderr, exits on SIGTERM or SIGINT and removes\n"
@@ -119,6 +124,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"devices", required_argument, NULL, 'n'},
 	    {"log-level", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"config", required_argument, NULL, 'C'},
 	    {"model", required_argument, NULL, 'M'},
 	    {"backend", required_argument, NULL, 'B'},
 	    {"device", required_argument, NULL, 'D'},
@@ -128,7 +135,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "s:m:r:d:g:c:fb:n:l:hM:B:D:I:X:", lopts, NULL)) !=
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":s:m:r:d:g:c:fb:n:l:hVC:M:B:D:I:X:", lopts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'B':
@@ -213,8 +221,23 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'V':
+			printf("vcxl-server %s\n", VCXL_VERSION);
+			exit(0);
+		case 'C':
+			break; /* expanded before parsing (config.c) */
 		default:
-			usage(stderr);
+			/* one line, not the usage text (getopt's own message is off) */
+			if (ch == ':')
+				fprintf(stderr,
+					"vcxl-server: option '%s' needs a value (see --help)\n",
+					argv[optind - 1]);
+			else if (optopt)
+				fprintf(stderr, "vcxl-server: unknown option '-%c' (see --help)\n",
+					optopt);
+			else
+				fprintf(stderr, "vcxl-server: unknown option '%s' (see --help)\n",
+					argv[optind - 1]);
 			return 2;
 		}
 	}
@@ -404,6 +427,33 @@ static void check_host_region(const struct served *s)
 		 r->decoder, rc ? "CHANGED behind the host's back" : "verified unchanged");
 }
 
+/* Before anything is made: a socket path must be free or a socket (a stale
+ * one is replaced later); anything else there is refused in one line. */
+static int check_socket_path(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || S_ISSOCK(st.st_mode))
+		return 0;
+	fprintf(stderr, "vcxl-server: %s exists and is not a socket (not replacing it)\n", path);
+	return 2;
+}
+
+static int check_socket_paths(const struct opts *o)
+{
+	char path[PATH_MAX];
+	int rc = 0;
+
+	for (unsigned i = 0; i < o->devices && !rc; i++) {
+		if (o->devices > 1)
+			snprintf(path, sizeof(path), "%s.%u", o->socket, i);
+		else
+			snprintf(path, sizeof(path), "%s", o->socket);
+		rc = check_socket_path(path);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.socket = "vcxl.sock",
@@ -422,9 +472,21 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 16 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
-	rc = parse_args(argc, argv, &o);
-	if (rc)
+	char cfg_err[VCXL_CONFIG_LINE_MAX + 128];
+	char **args;
+	int nargs;
+
+	if (vcxl_config_expand(argc, argv, &nargs, &args, cfg_err, sizeof(cfg_err))) {
+		fprintf(stderr, "vcxl-server: %s\n", cfg_err);
+		return 2;
+	}
+	rc = parse_args(nargs, args, &o);
+	if (!rc)
+		rc = check_socket_paths(&o);
+	if (rc) {
+		vcxl_config_free(argv, args);
 		return rc;
+	}
 	vcxl_log_set_level(o.log_level);
 	/* Block the exit signals now: they are read from a signalfd by the loop,
 	 * so the sockets are always removed on the way out. */
@@ -487,6 +549,7 @@ out:
 			vcxl_model_destroy(devs[i].model);
 	}
 	free(devs);
+	vcxl_config_free(argv, args);
 	vcxl_log(VCXL_LOG_INFO, "exited");
 	return rc ? 1 : 0;
 }

@@ -43,6 +43,7 @@ static void usage(FILE *f)
 	    "                            with --irq on the mailbox's MSI-X vector\n"
 	    "                            (default timeout %d ms)\n"
 	    "  reset SOCKET              DEVICE_RESET\n"
+	    "  --version                 print the version\n"
 	    "SIZE and ADDR take K/M/G/T suffixes; OP is 0x4000 or decimal.\n",
 	    MBOX_TIMEOUT_MS);
 }
@@ -75,6 +76,10 @@ int main(int argc, char **argv)
 	struct ctx x;
 	int ch, rc;
 
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+		printf("vcxl %s\n", VCXL_VERSION);
+		return 0;
+	}
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;

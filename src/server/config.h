@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* vcxl-server --config FILE: options from a file (config.c). */
+#ifndef VCXL_SERVER_CONFIG_H
+#define VCXL_SERVER_CONFIG_H
+
+#include <stddef.h>
+
+/* The longest line a config file may have. */
+#define VCXL_CONFIG_LINE_MAX 4096
+
+/*
+ * Expand "--config FILE" / "--config=FILE" (at most once) into the options
+ * FILE holds, placed before the command line's own so that those win. FILE
+ * has one option per line as on the command line without the leading "--":
+ * "mem-size = 1G", "mem-size 1G" or "firmware-committed"; '#' starts a
+ * comment, blank lines are ignored. Without --config, *out_argv is argv.
+ * 0, or -errno with a one-line reason (naming the file and line) in err.
+ * *out_argv is freed with vcxl_config_free(argv, *out_argv).
+ */
+int vcxl_config_expand(int argc, char **argv, int *out_argc, char ***out_argv, char *err,
+		       size_t errlen);
+void vcxl_config_free(char **argv, char **expanded);
+
+#endif /* VCXL_SERVER_CONFIG_H */

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vcxl-server's command line and --config FILE with the real binary: the
+ * options a config file holds (and the command line's winning), and bad
+ * input -- an unknown option, a missing value, a missing or malformed config
+ * file, a socket path that exists and is not a socket -- each refused in one
+ * line with a non-zero status before anything is served (no socket, no log).
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "tap.h"
+
+static char dir[64];
+
+/* Run the server to completion (for refusals): exit status, output in out. */
+static int run(const char *bin, const char *args, char *out, size_t len)
+{
+	char cmd[2048];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s' && timeout 10 '%s' %s 2>&1", dir, bin, args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Exactly one line, starting "vcxl-server: " and containing needle. */
+static bool one_line(const char *out, const char *needle)
+{
+	const char *nl = strchr(out, '\n');
+
+	return !strncmp(out, "vcxl-server: ", 13) && strstr(out, needle) && nl && !nl[1];
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static bool exists(const char *name)
+{
+	char p[200];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return lstat(p, &st) == 0;
+}
+
+static void refused(const char *bin, const char *args, const char *needle, const char *what)
+{
+	char out[4096];
+	int rc = run(bin, args, out, sizeof(out));
+
+	ok(rc == 2 && one_line(out, needle) && !exists("dev.sock"),
+	   "%s: exit 2, one line (\"%s\"), nothing served", what, needle);
+	if (rc != 2 || !one_line(out, needle))
+		diag("rc %d, output: %s", rc, out);
+}
+
+static void test_refusals(const char *bin)
+{
+	char path[200], out[256];
+
+	refused(bin, "--socket dev.sock --bogus", "unknown option '--bogus'",
+		"unknown long option");
+	refused(bin, "--socket dev.sock -Q", "unknown option '-Q'", "unknown short option");
+	refused(bin, "--socket", "option '--socket' needs a value", "missing value");
+	refused(bin, "--socket dev.sock stray", "unexpected argument 'stray'", "stray argument");
+	refused(bin, "--socket dev.sock --config missing.conf",
+		"config file missing.conf: No such file or directory", "missing config file");
+	write_file(strcat(strcpy(path, dir), "/bad.conf"),
+		   "# comment\nmem-size = 1G\n--model type3\n");
+	refused(bin, "--socket dev.sock --config bad.conf", "bad.conf:3: '--model'",
+		"config line with dashes");
+	write_file(strcat(strcpy(path, dir), "/bad2.conf"), "colour = blue\n");
+	refused(bin, "--socket dev.sock --config bad2.conf", "unknown option '--colour'",
+		"unknown option in a config file");
+	write_file(strcat(strcpy(path, dir), "/bad3.conf"), "mem-size = 300M\n");
+	refused(bin, "--socket dev.sock --config bad3.conf", "invalid --mem-size '300M'",
+		"bad value in a config file");
+	refused(bin, "--socket dev.sock --config bad3.conf --config bad2.conf",
+		"--config given twice", "two config files");
+
+	/* a regular file where the socket goes: refused, and left as it was */
+	write_file(strcat(strcpy(path, dir), "/notsock"), "keep me\n");
+	int rc = run(bin, "--socket notsock", out, sizeof(out));
+	FILE *f = fopen(path, "r");
+	char keep[16] = "";
+
+	if (f) {
+		if (!fgets(keep, sizeof(keep), f))
+			keep[0] = 0;
+		fclose(f);
+	}
+	ok(rc == 2 && one_line(out, "notsock exists and is not a socket") &&
+	       !strcmp(keep, "keep me\n") && !strstr(out, "host region"),
+	   "socket path is a regular file: exit 2, one line, file untouched, no device made");
+	if (rc != 2)
+		diag("rc %d, output: %s", rc, out);
+	unlink(path);
+}
+
+/* The config file's options take effect; the command line's win. */
+static void test_config(const char *bin)
+{
+	struct harness h = {0};
+	char conf[200], arg[240];
+	const char *args[] = {"--config", arg, "--mem-size", "512M", NULL};
+
+	snprintf(conf, sizeof(conf), "%s/dev.conf", dir);
+	write_file(conf, "# a Type-3 expander\n"
+			 "model = type3\n"
+			 "mem-size 1G   # overridden on the command line\n"
+			 "\n"
+			 "decoders=2\n");
+	snprintf(arg, sizeof(arg), "%s", conf);
+	int rc = h_start(&h, bin, -1, args);
+
+	ok(rc == 0, "vcxl-server --config FILE started");
+	is(h_log_count(&h, "serving device 0 (8086:0d93, 512 MiB)"), 1,
+	   "model from the file, mem-size from the command line");
+	is(h_stop(&h), 0, "SIGTERM: exit 0");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+	unlink(conf);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = h_server_bin(argc, argv);
+	char out[256];
+
+	snprintf(dir, sizeof(dir), "/tmp/vcxl-opt-XXXXXX");
+	if (!mkdtemp(dir)) {
+		printf("Bail out! mkdtemp\n");
+		return 1;
+	}
+	ok(run(bin, "--version", out, sizeof(out)) == 0 && !strncmp(out, "vcxl-server ", 12),
+	   "--version: %.*s", (int)strcspn(out, "\n"), out);
+	test_refusals(bin);
+	test_config(bin);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		diag("could not remove %s", dir);
+	return done();
+}
