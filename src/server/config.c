@@ -69,7 +69,7 @@ static int parse_line(struct args *a, char *line, const char *path, unsigned no,
 		return vcxl_errf(err, errlen, -EINVAL,
 				 "%s:%u: '%s': write options without the leading dashes", path, no,
 				 key);
-	if (!strcmp(key, CONFIG_OPT + 2))
+	if (!strcmp(key, &CONFIG_OPT[2]))
 		return vcxl_errf(err, errlen, -EINVAL, "%s:%u: a config file cannot name another",
 				 path, no);
 	for (const char *p = key; *p; p++)
