@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install
+# vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install, make qemu
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,7 +10,7 @@ RUN_ARGS   ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build run test test-asan bench fuzz fuzz-short format clean install
+.PHONY: all deps build run test test-asan bench fuzz fuzz-short format clean install qemu
 
 all: build
 
@@ -67,6 +67,11 @@ fuzz-short: $(FUZZ_BUILD)/build.ninja
 	@rm -f $(FUZZ_BUILD)/fuzz-short.json
 	ninja -C $(FUZZ_BUILD) fuzzers
 	./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SHORT_TIME) --testlog $(FUZZ_BUILD)/fuzz-short.json
+
+# The CXL-aware QEMU: Debian's 10.2.2 source + vmm/qemu/*.patch, cached in
+# ~/.cache/vcxl-qemu-build; the binary's path is the last line.
+qemu:
+	@./scripts/qemu-build.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -8,6 +8,8 @@ PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libjson-c-dev va
 PKGS="$PKGS libfdt1 libslirp0 libglib2.0-0 zlib1g seabios qemu-system-data xz-utils cpio busybox-static pciutils kmod"
 # building the e2e-hw iommufd guest kernel from linux-source-6.12 (tests/e2e/hw/build-kernel.sh)
 PKGS="$PKGS flex bison libelf-dev bc"
+# building the CXL-aware QEMU (make qemu, scripts/qemu-build.sh, vmm/qemu/)
+PKGS="$PKGS libglib2.0-dev libfdt-dev libslirp-dev zlib1g-dev python3-venv dpkg-dev"
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
