@@ -10,6 +10,9 @@ PKGS="$PKGS libfdt1 libslirp0 libglib2.0-0 zlib1g seabios qemu-system-data xz-ut
 PKGS="$PKGS flex bison libelf-dev bc"
 # building the CXL-aware QEMU (make qemu, scripts/qemu-build.sh, vmm/qemu/)
 PKGS="$PKGS libglib2.0-dev libfdt-dev libslirp-dev zlib1g-dev python3-venv dpkg-dev"
+# install and package tests (tests/install, tests/deb): systemd-analyze, groff for the man
+# pages, bash-completion, and the Debian package build with lintian
+PKGS="$PKGS systemd groff-base bash-completion dpkg-dev debhelper lintian"
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
