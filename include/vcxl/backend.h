@@ -93,6 +93,14 @@ struct vcxl_backend_ops {
 	 * DMA_UNMAP and for every live mapping when the client disconnects. */
 	int (*dma_map)(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write);
 	int (*dma_unmap)(void *dev, uint64_t iova, uint64_t size);
+	/* Isolation: may fd (returned by bar_info or hpa_map) be handed to a
+	 * client? NULL if it may: it reaches exactly the BAR or HPA range it
+	 * was returned for (nothing else of the device or the host) and the
+	 * client cannot resize it. Otherwise a one-line reason; the vfio-cxl
+	 * core then serves that BAR or region by messages only (unless the
+	 * operator trusts the client). A backend without this op is never
+	 * trusted with fds. */
+	const char *(*fd_unshareable)(void *dev, int fd);
 };
 
 struct vcxl_backend {

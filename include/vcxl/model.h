@@ -30,13 +30,13 @@ enum vcxl_comp_at {
 };
 
 struct vcxl_model_cfg {
-	uint64_t mem_size;	 /* device memory (DPA capacity), multiple of 256 MiB; 0 = 256 MiB */
-	unsigned decoders;	 /* physical HDM decoders 1..10; 0 = 1 */
+	uint64_t mem_size; /* device memory (DPA capacity), multiple of 256 MiB; 0 = 256 MiB */
+	unsigned decoders; /* physical HDM decoders 1..10; 0 = 1 */
 	enum vcxl_comp_at comp_at;
-	bool firmware_committed; /* start with decoder 0 committed by "firmware" */
-	uint64_t fw_hpa_base;	 /* HPA firmware used (256 MiB aligned) */
-	const char *backing;	 /* file backing device memory; NULL = memfd */
-	unsigned active_delay_ms; /* Memory_Active asserts this long after reset */
+	bool firmware_committed;     /* start with decoder 0 committed by "firmware" */
+	uint64_t fw_hpa_base;	     /* HPA firmware used (256 MiB aligned) */
+	const char *backing;	     /* file backing device memory; NULL = memfd */
+	unsigned active_delay_ms;    /* Memory_Active asserts this long after reset */
 	unsigned active_timeout_enc; /* Memory_Active_Timeout encoding 0..4 */
 
 	/* which personality; the zero value is the accelerator */
@@ -59,49 +59,58 @@ void vcxl_model_remove(struct vcxl_model *m);
 int vcxl_model_poll(struct vcxl_model *m);
 
 /* Layout facts (tests and self-demo use them; the host core finds them itself). */
-#define VCXL_MODEL_BAR0_SIZE    (4u << 20) /* component block + device RAM */
-#define VCXL_MODEL_BAR2_SIZE    0x4000      /* accelerator control + MSI-X */
+#define VCXL_MODEL_BAR0_SIZE	(4u << 20) /* component block + device RAM */
+#define VCXL_MODEL_BAR2_SIZE	0x4000	   /* accelerator control + MSI-X */
+#define VCXL_MODEL_CTRL_BAR	2	   /* job engine, MSI-X */
 #define VCXL_MODEL_MSIX_VECTORS 4
-#define VCXL_MODEL_MSIX_TABLE   0x2000      /* in BAR2 */
-#define VCXL_MODEL_MSIX_PBA     0x3000      /* in BAR2 */
+#define VCXL_MODEL_MSIX_TABLE	0x2000 /* in BAR2 */
+#define VCXL_MODEL_MSIX_PBA	0x3000 /* in BAR2 */
 
 /* Type-3: BAR2 also holds the CXL memory device registers (Register Locator
  * RBI 3) at a 64 KiB boundary; the job engine registers are absent (read 0).
  * The label storage area is VCXL_MODEL_T3_LSA_SIZE bytes (not persistent). */
-#define VCXL_MODEL_T3_BAR2_SIZE   0x20000
-#define VCXL_MODEL_T3_MEMDEV_OFF  0x10000 /* in BAR2 */
-#define VCXL_MODEL_T3_PAYLOAD_SHIFT 11    /* 2 KiB mailbox payload */
-#define VCXL_MODEL_T3_MBOX_MSGNUM   1	  /* MSI-X vector of background completion */
-#define VCXL_MODEL_T3_LSA_SIZE    0x400
-#define VCXL_MODEL_T3_FW_REVISION "vcxl-t3 0.1"
-#define VCXL_MODEL_CLASS_ACCEL    0x120000u /* processing accelerator */
-#define VCXL_MODEL_CLASS_TYPE3    0x050210u /* memory controller, CXL, CXL memory device */
+#define VCXL_MODEL_T3_BAR2_SIZE	    0x20000
+#define VCXL_MODEL_T3_MEMDEV_OFF    0x10000 /* in BAR2 */
+#define VCXL_MODEL_T3_PAYLOAD_SHIFT 11	    /* 2 KiB mailbox payload */
+#define VCXL_MODEL_T3_MBOX_MSGNUM   1	    /* MSI-X vector of background completion */
+#define VCXL_MODEL_T3_LSA_SIZE	    0x400
+#define VCXL_MODEL_T3_FW_REVISION   "vcxl-t3 0.1"
+#define VCXL_MODEL_CLASS_ACCEL	    0x120000u /* processing accelerator */
+#define VCXL_MODEL_CLASS_TYPE3	    0x050210u /* memory controller, CXL, CXL memory device */
 
 enum vcxl_model_kind vcxl_model_get_kind(const struct vcxl_model *m);
 /* BAR2 size of this model (VCXL_MODEL_BAR2_SIZE or VCXL_MODEL_T3_BAR2_SIZE). */
 uint64_t vcxl_model_bar2_size(const struct vcxl_model *m);
 
 /* Accelerator control registers in BAR2 (the job engine) */
-#define ACCEL_REG_ID           0x00 /* RO: "VCXL" */
-#define ACCEL_REG_VERSION      0x04 /* RO */
-#define ACCEL_REG_JOB_OP       0x08 /* RW: ACCEL_OP_* */
-#define ACCEL_REG_JOB_FLAGS    0x0c /* RW: ACCEL_JOBF_* */
-#define ACCEL_REG_JOB_SRC      0x10 /* RW 64: DPA or IOVA, per flags */
-#define ACCEL_REG_JOB_DST      0x18 /* RW 64 */
-#define ACCEL_REG_JOB_LEN      0x20 /* RW 64: bytes */
-#define ACCEL_REG_JOB_PATTERN  0x28 /* RW 64: fill pattern */
-#define ACCEL_REG_DOORBELL     0x30 /* W: write 1 to start */
-#define ACCEL_REG_STATUS       0x34 /* RO + RW1C done/error */
-#define ACCEL_REG_JOB_VECTOR   0x38 /* RW: MSI-X vector raised on completion */
-#define ACCEL_REG_JOBS_DONE    0x3c /* RO: completed job counter */
-#define ACCEL_ID_VALUE         0x4c584356u /* "VCXL" little endian */
+#define ACCEL_REG_ID	      0x00 /* RO: "VCXL" */
+#define ACCEL_REG_VERSION     0x04 /* RO */
+#define ACCEL_REG_JOB_OP      0x08 /* RW: ACCEL_OP_* */
+#define ACCEL_REG_JOB_FLAGS   0x0c /* RW: ACCEL_JOBF_* */
+#define ACCEL_REG_JOB_SRC     0x10 /* RW 64: DPA or IOVA, per flags */
+#define ACCEL_REG_JOB_DST     0x18 /* RW 64 */
+#define ACCEL_REG_JOB_LEN     0x20 /* RW 64: bytes */
+#define ACCEL_REG_JOB_PATTERN 0x28 /* RW 64: fill pattern */
+#define ACCEL_REG_DOORBELL    0x30 /* W: write 1 to start */
+#define ACCEL_REG_STATUS      0x34 /* RO + RW1C done/error */
+#define ACCEL_REG_JOB_VECTOR  0x38 /* RW: MSI-X vector raised on completion */
+#define ACCEL_REG_JOBS_DONE   0x3c /* RO: completed job counter */
+/* The job engine's DPA window: DPA jobs outside [base, base + size) end in
+ * ERROR without touching memory. Host-owned: the host confines the engine
+ * to the exposed region (the vfio-cxl variant programs it and drops the
+ * guest's writes); kept across FLR and CXL reset, all device memory at
+ * power-on. */
+#define ACCEL_REG_DPA_WIN_BASE 0x40 /* RW 64 */
+#define ACCEL_REG_DPA_WIN_SIZE 0x48 /* RW 64 */
+#define ACCEL_REG_DPA_WIN_END  0x50
+#define ACCEL_ID_VALUE	       0x4c584356u /* "VCXL" little endian */
 #define ACCEL_VERSION_VALUE    0x00010000u
-#define ACCEL_OP_NOP           0
-#define ACCEL_OP_FILL          1
-#define ACCEL_OP_COPY          2
+#define ACCEL_OP_NOP	       0
+#define ACCEL_OP_FILL	       1
+#define ACCEL_OP_COPY	       2
 #define ACCEL_JOBF_SRC_HOST    (1u << 0) /* src is a DMA (guest) address */
 #define ACCEL_JOBF_DST_HOST    (1u << 1) /* dst is a DMA (guest) address */
-#define ACCEL_JOBF_IRQ         (1u << 2) /* raise JOB_VECTOR on completion */
+#define ACCEL_JOBF_IRQ	       (1u << 2) /* raise JOB_VECTOR on completion */
 #define ACCEL_STATUS_BUSY      (1u << 0)
 #define ACCEL_STATUS_DONE      (1u << 1) /* RW1C */
 #define ACCEL_STATUS_ERROR     (1u << 2) /* RW1C */

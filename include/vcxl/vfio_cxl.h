@@ -69,6 +69,10 @@ struct vcxl_vdev_cfg {
 	struct vcxl_host *host;
 	/* Plug-in with the device's facts; NULL = match by vendor/device id. */
 	const struct vcxl_variant *variant;
+	/* Hand the client fds the backend says reach beyond what its guest may
+	 * access (backend.h fd_unshareable): a real device's VFIO fd, a whole
+	 * --backing file. Off: such BARs and regions are served by messages. */
+	bool trust_client;
 };
 
 /*

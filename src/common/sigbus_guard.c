@@ -48,7 +48,10 @@ int vcxl_sigbus_guarded(void (*fn)(void *arg), void *arg)
 	sigjmp_buf *volatile prev = guard;
 
 	guard_install();
-	if (sigsetjmp(jb, 1)) {
+	/* no signal mask to save: the handler runs with SA_NODEFER and an empty
+	 * sa_mask, so the mask at the fault is the mask here (and a guarded
+	 * access costs no system call) */
+	if (sigsetjmp(jb, 0)) {
 		guard = prev;
 		return -EFAULT;
 	}
@@ -56,4 +59,50 @@ int vcxl_sigbus_guarded(void (*fn)(void *arg), void *arg)
 	fn(arg);
 	guard = prev;
 	return 0;
+}
+
+struct guarded_op {
+	void *dst;
+	const void *src;
+	size_t n;
+	int c;
+	enum { OP_CPY, OP_MOVE, OP_SET } op;
+};
+
+static void guarded_fn(void *arg)
+{
+	struct guarded_op *g = arg;
+
+	switch (g->op) {
+	case OP_CPY:
+		memcpy(g->dst, g->src, g->n);
+		break;
+	case OP_MOVE:
+		memmove(g->dst, g->src, g->n);
+		break;
+	case OP_SET:
+		memset(g->dst, g->c, g->n);
+		break;
+	}
+}
+
+int vcxl_guarded_memcpy(void *dst, const void *src, size_t n)
+{
+	struct guarded_op g = {.dst = dst, .src = src, .n = n, .op = OP_CPY};
+
+	return vcxl_sigbus_guarded(guarded_fn, &g);
+}
+
+int vcxl_guarded_memmove(void *dst, const void *src, size_t n)
+{
+	struct guarded_op g = {.dst = dst, .src = src, .n = n, .op = OP_MOVE};
+
+	return vcxl_sigbus_guarded(guarded_fn, &g);
+}
+
+int vcxl_guarded_memset(void *dst, int c, size_t n)
+{
+	struct guarded_op g = {.dst = dst, .n = n, .c = c, .op = OP_SET};
+
+	return vcxl_sigbus_guarded(guarded_fn, &g);
 }

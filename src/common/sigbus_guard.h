@@ -12,4 +12,13 @@
 /* Run fn(arg) with SIGBUS turned into a return of -EFAULT; 0 otherwise. */
 int vcxl_sigbus_guarded(void (*fn)(void *arg), void *arg);
 
+#include <stddef.h>
+
+/* memcpy / memmove / memset run under the guard: 0, or -EFAULT if the memory
+ * faulted (a client truncated a file the server maps); then the destination
+ * holds an unspecified part of the data. */
+int vcxl_guarded_memcpy(void *dst, const void *src, size_t n);
+int vcxl_guarded_memmove(void *dst, const void *src, size_t n);
+int vcxl_guarded_memset(void *dst, int c, size_t n);
+
 #endif /* VCXL_SIGBUS_GUARD_H */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "accel.h"
+#include "../common/sigbus_guard.h"
 
 #define MODEL_DEFAULT_MEM VCXL_SZ_256M
 
@@ -49,27 +50,16 @@ void model_restart_active(struct vcxl_model *m)
 	m->active_latched = false;
 }
 
-/* Map device memory on first use: MAP_SHARED, no page is touched here. */
+/* Device memory by DPA (devmem.c maps it at creation; no page is touched). */
 uint8_t *model_mem_map(struct vcxl_model *m)
 {
-	if (m->mem)
-		return m->mem;
-	void *p = mmap(NULL, m->mem_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->mem_fd, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	m->mem = p;
 	return m->mem;
 }
 
-/* CXL reset with Mem Clr Enable: punch the whole range (reads back 0, frees pages). */
+/* CXL reset with Mem Clr Enable: reads back 0, pages freed. */
 void model_mem_clear(struct vcxl_model *m)
 {
-	if (fallocate(m->mem_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-		      (off_t)m->mem_size) == 0)
-		return;
-	uint8_t *p = model_mem_map(m);
-	if (p)
-		memset(p, 0, m->mem_size);
+	model_devmem_clear(m);
 }
 
 /* ---- backend operations -------------------------------------------------- */
@@ -129,16 +119,20 @@ static int bar0_access(struct vcxl_model *m, uint64_t off, unsigned len, uint64_
 	}
 	if (off < m->comp_off && off + len > m->comp_off)
 		return -EINVAL;
+	/* BAR0 RAM is a memfd a client maps too: guarded (it is sealed against
+	 * truncation, so this is a second line) */
+	uint8_t b[8];
 	if (wr) {
-		for (unsigned b = 0; b < len; b++)
-			m->bar0[off + b] = (uint8_t)(*val >> (8 * b));
-	} else {
-		uint64_t v = 0;
-		for (unsigned b = 0; b < len; b++)
-			v |= (uint64_t)m->bar0[off + b] << (8 * b);
-		*val = v;
+		for (unsigned i = 0; i < len; i++)
+			b[i] = (uint8_t)(*val >> (8 * i));
+		return vcxl_guarded_memcpy(m->bar0 + off, b, len);
 	}
-	return 0;
+	uint64_t v = 0;
+	int rc = vcxl_guarded_memcpy(b, m->bar0 + off, len);
+	for (unsigned i = 0; i < len; i++)
+		v |= (uint64_t)b[i] << (8 * i);
+	*val = rc ? all_ones(len) : v;
+	return rc;
 }
 
 static int bar_access(struct vcxl_model *m, unsigned bar, uint64_t off, unsigned len, uint64_t *val,
@@ -213,9 +207,19 @@ static int m_hpa_map(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *
 	if (!vcxl_hdm_decode_contig(&m->comp.hdm, hpa, size, &dpa) || dpa > m->mem_size ||
 	    size > m->mem_size - dpa)
 		return -ENXIO;
-	*fd = m->mem_fd;
-	*fd_offset = dpa;
-	return 0;
+	/* a file-backed device is not carved (the file must keep all memory) */
+	if (m->cfg.backing) {
+		*fd = m->mem_fd;
+		*fd_offset = dpa;
+		return 0;
+	}
+	*fd_offset = 0;
+	return model_devmem_carve(m, dpa, size, fd);
+}
+
+static const char *m_fd_unshareable(void *dev, int fd)
+{
+	return model_fd_unshareable(dev, fd);
 }
 
 static int m_reset(void *dev, enum vcxl_reset_kind kind)
@@ -272,6 +276,7 @@ static const struct vcxl_backend_ops model_ops = {
     .set_irq_handler = m_set_irq_handler,
     .set_dma = m_set_dma,
     .name = m_name,
+    .fd_unshareable = m_fd_unshareable,
 };
 
 /* ---- creation -------------------------------------------------------- */
@@ -292,28 +297,14 @@ static int cfg_check(struct vcxl_model_cfg *c)
 	return 0;
 }
 
-static int open_memory(struct vcxl_model *m)
-{
-	struct stat st;
-	if (m->cfg.backing)
-		m->mem_fd = open(m->cfg.backing, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	else
-		m->mem_fd = memfd_create("vcxl-devmem", MFD_CLOEXEC);
-	if (m->mem_fd < 0)
-		return -errno;
-	if (fstat(m->mem_fd, &st))
-		return -errno;
-	if ((uint64_t)st.st_size < m->mem_size && ftruncate(m->mem_fd, (off_t)m->mem_size))
-		return -errno;
-	return 0;
-}
-
 static int open_bar0(struct vcxl_model *m)
 {
-	m->bar0_fd = memfd_create("vcxl-bar0", MFD_CLOEXEC);
+	m->bar0_fd = memfd_create("vcxl-bar0", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (m->bar0_fd < 0)
 		return -errno;
-	if (ftruncate(m->bar0_fd, VCXL_MODEL_BAR0_SIZE))
+	/* the client gets this fd: it can neither shrink nor grow it */
+	if (ftruncate(m->bar0_fd, VCXL_MODEL_BAR0_SIZE) ||
+	    fcntl(m->bar0_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
 		return -errno;
 	void *p =
 	    mmap(NULL, VCXL_MODEL_BAR0_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, m->bar0_fd, 0);
@@ -419,7 +410,8 @@ int vcxl_model_create(const struct vcxl_model_cfg *cfg, struct vcxl_model **out)
 	m->be.dev = m;
 	snprintf(m->name, sizeof(m->name), "vcxl-%s %04x:%04x",
 		 model_is_type3(m) ? "type3" : "accel", VCXL_MODEL_VENDOR, model_device_id(m));
-	rc = open_memory(m);
+	m->dpa_win_size = m->mem_size;
+	rc = model_devmem_open(m);
 	rc = rc ?: open_bar0(m);
 	rc = rc ?: build_cdat(m);
 	rc = rc ?: model_cfg_layout(m);
@@ -442,12 +434,9 @@ void vcxl_model_destroy(struct vcxl_model *m)
 {
 	if (!m)
 		return;
-	if (m->mem)
-		munmap(m->mem, m->mem_size);
+	model_devmem_close(m);
 	if (m->bar0)
 		munmap(m->bar0, VCXL_MODEL_BAR0_SIZE);
-	if (m->mem_fd >= 0)
-		close(m->mem_fd);
 	if (m->bar0_fd >= 0)
 		close(m->bar0_fd);
 	vcxl_rf_fini(&m->cfgrf);

@@ -30,6 +30,19 @@
 /* Component block storage: only the CXL.cache/mem range (the rest reads 0) */
 #define MODEL_COMP_RF_SIZE CXL_CM_SIZE
 
+/* Device memory: extents of files mapped at their DPA in m->mem (devmem.c) */
+struct model_ext {
+	uint64_t dpa, size, fd_off;
+	int fd;	     /* owned by the extent */
+	bool shared; /* a region object: exactly this range, sealed, may go to a client */
+	bool remap;  /* (carving) a new object still to map */
+};
+
+struct model_devmem {
+	struct model_ext *ext; /* sorted by dpa, covering [0, mem_size) */
+	unsigned n, cap;
+};
+
 struct vcxl_model {
 	struct vcxl_model_cfg cfg;
 	struct vcxl_backend be;
@@ -49,9 +62,12 @@ struct vcxl_model {
 	int bar0_fd;
 	uint8_t *bar0; /* BAR0 backing (component block part unused) */
 
-	int mem_fd;
+	int mem_fd; /* the memfd or --backing file device memory was created on */
 	uint64_t mem_size;
-	uint8_t *mem; /* mapped on first use */
+	uint8_t *mem; /* all device memory, by DPA (no page touched until used) */
+	struct model_devmem dm;
+	/* the job engine's DPA window (host-owned, kept across resets) */
+	uint64_t dpa_win_base, dpa_win_size;
 
 	uint64_t active_t0_ms; /* Memory_Active asserts active_delay_ms after this */
 	bool active_latched;   /* Memory_Active reached since active_t0_ms (no clock read) */
@@ -74,6 +90,13 @@ uint8_t *model_mem_map(struct vcxl_model *m);
 bool model_mem_active(struct vcxl_model *m);
 void model_restart_active(struct vcxl_model *m);
 void model_mem_clear(struct vcxl_model *m);
+
+/* devmem.c: device memory as memory objects */
+int model_devmem_open(struct vcxl_model *m);
+void model_devmem_close(struct vcxl_model *m);
+int model_devmem_carve(struct vcxl_model *m, uint64_t dpa, uint64_t size, int *fd);
+void model_devmem_clear(struct vcxl_model *m);
+const char *model_fd_unshareable(const struct vcxl_model *m, int fd);
 
 /* accel_cfg.c: config space, FLR, CXL reset */
 int model_cfg_layout(struct vcxl_model *m);

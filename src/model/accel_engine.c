@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "accel.h"
+#include "../common/sigbus_guard.h"
 
 #define JOB_OP_MASK	0xffu
 #define JOB_FLAGS_MASK	(ACCEL_JOBF_SRC_HOST | ACCEL_JOBF_DST_HOST | ACCEL_JOBF_IRQ)
@@ -69,9 +70,13 @@ struct job {
 	uint64_t src, dst, len, pattern;
 };
 
+/* Inside device memory and inside the engine's DPA window. */
 static bool dpa_ok(const struct vcxl_model *m, uint64_t addr, uint64_t len)
 {
-	return len <= m->mem_size && addr <= m->mem_size - len;
+	uint64_t wb = m->dpa_win_base, ws = m->dpa_win_size;
+
+	return len <= m->mem_size && addr <= m->mem_size - len && addr >= wb && len <= ws &&
+	       addr - wb <= ws - len;
 }
 
 /* Pattern bytes continue across chunks: byte i of the job is byte (i % 8) of the pattern. */
@@ -89,15 +94,15 @@ static int job_fill(struct vcxl_model *m, const struct job *j)
 		uint8_t *mem;
 		if (!dpa_ok(m, j->dst, j->len) || !(mem = model_mem_map(m)))
 			return -EINVAL;
-		if (j->pattern == 0 || j->pattern == ~0ull) {
-			memset(mem + j->dst, (uint8_t)j->pattern, j->len);
-			return 0;
-		}
+		/* device memory a client may map too: every access guarded */
+		if (j->pattern == 0 || j->pattern == ~0ull)
+			return vcxl_guarded_memset(mem + j->dst, (uint8_t)j->pattern, j->len);
 		/* the chunk is a multiple of 8, so every chunk starts at pattern byte 0 */
 		pattern_fill(buf, sizeof(buf), 0, j->pattern);
 		for (uint64_t i = 0; i < j->len; i += sizeof(buf)) {
 			uint64_t n = j->len - i < sizeof(buf) ? j->len - i : sizeof(buf);
-			memcpy(mem + j->dst + i, buf, n);
+			if (vcxl_guarded_memcpy(mem + j->dst + i, buf, n))
+				return -EFAULT;
 		}
 		return 0;
 	}
@@ -129,17 +134,18 @@ static int job_copy(struct vcxl_model *m, const struct job *j)
 		return -EIO;
 	if ((!sh || !dh) && !(mem = model_mem_map(m)))
 		return -ENOMEM;
-	if (!sh && !dh) {
-		memmove(mem + j->dst, mem + j->src, j->len);
-		return 0;
-	}
+	if (!sh && !dh)
+		return vcxl_guarded_memmove(mem + j->dst, mem + j->src, j->len);
+	/* device memory goes through buf, under the guard (a client may map it) */
 	for (uint64_t done = 0; done < j->len;) {
 		size_t n = j->len - done < sizeof(buf) ? (size_t)(j->len - done) : sizeof(buf);
-		uint8_t *src = sh ? buf : mem + j->src + done;
-		if (sh &&
-		    m->dma->read(m->dma_opaque, j->src + done, dh ? buf : mem + j->dst + done, n))
+		if (!sh && vcxl_guarded_memcpy(buf, mem + j->src + done, n))
+			return -EFAULT;
+		if (sh && m->dma->read(m->dma_opaque, j->src + done, buf, n))
 			return -EIO;
-		if (dh && m->dma->write(m->dma_opaque, j->dst + done, src, n))
+		if (!dh && vcxl_guarded_memcpy(mem + j->dst + done, buf, n))
+			return -EFAULT;
+		if (dh && m->dma->write(m->dma_opaque, j->dst + done, buf, n))
 			return -EIO;
 		done += n;
 	}
@@ -190,6 +196,26 @@ static void engine_doorbell(void *opaque, struct vcxl_regfile *rf, uint32_t dw_o
 		model_msix_raise(m, vector);
 }
 
+/* The DPA window registers: the engine takes them as written. */
+static void dpa_win_write(void *opaque, struct vcxl_regfile *rf, uint32_t dw_off, uint32_t old,
+			  uint32_t val)
+{
+	struct vcxl_model *m = opaque;
+
+	m->dpa_win_base = vcxl_rf_get64(rf, ACCEL_REG_DPA_WIN_BASE);
+	m->dpa_win_size = vcxl_rf_get64(rf, ACCEL_REG_DPA_WIN_SIZE);
+}
+
+static void dpa_win_load(struct vcxl_model *m)
+{
+	struct vcxl_regfile *rf = &m->bar2rf;
+
+	vcxl_rf_set32(rf, ACCEL_REG_DPA_WIN_BASE, (uint32_t)m->dpa_win_base);
+	vcxl_rf_set32(rf, ACCEL_REG_DPA_WIN_BASE + 4, (uint32_t)(m->dpa_win_base >> 32));
+	vcxl_rf_set32(rf, ACCEL_REG_DPA_WIN_SIZE, (uint32_t)m->dpa_win_size);
+	vcxl_rf_set32(rf, ACCEL_REG_DPA_WIN_SIZE + 4, (uint32_t)(m->dpa_win_size >> 32));
+}
+
 static int engine_regs(struct vcxl_model *m)
 {
 	struct vcxl_regfile *rf = &m->bar2rf;
@@ -210,6 +236,14 @@ static int engine_regs(struct vcxl_model *m)
 	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_VECTOR, 4, JOB_VECTOR_MASK, VCXL_RF_RW);
 	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_JOB_VECTOR, 4, ~JOB_VECTOR_MASK, VCXL_RF_RSVD);
 	rc = rc ?: vcxl_rf_hook(rf, ACCEL_REG_DOORBELL, 4, NULL, engine_doorbell, m);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_DPA_WIN_BASE, 8, ~0ull, VCXL_RF_RW);
+	rc = rc ?: vcxl_rf_define(rf, ACCEL_REG_DPA_WIN_SIZE, 8, ~0ull, VCXL_RF_RW);
+	rc = rc
+		 ?: vcxl_rf_hook(rf, ACCEL_REG_DPA_WIN_BASE,
+				 ACCEL_REG_DPA_WIN_END - ACCEL_REG_DPA_WIN_BASE, NULL,
+				 dpa_win_write, m);
+	if (!rc)
+		dpa_win_load(m);
 	return rc;
 }
 
@@ -256,4 +290,7 @@ void model_engine_reset(struct vcxl_model *m)
 {
 	vcxl_rf_reset(&m->bar2rf);
 	m->jobs_done = 0;
+	/* the host's DPA window survives resets (the host set it, not the guest) */
+	if (!model_is_type3(m))
+		dpa_win_load(m);
 }

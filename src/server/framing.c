@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "../common/sigbus_guard.h"
 
 void conn_msg_free(struct vcxl_msg *m)
 {
@@ -46,7 +47,14 @@ static int tx_queue(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, si
 		return -ENOMEM;
 	}
 	for (int i = 0; i < iovcnt; i++) {
-		memcpy(t->buf + off, iov[i].iov_base, iov[i].iov_len);
+		/* a REGION_READ reply may come straight from memory a client can
+		 * map: a fault there ends this connection, not the server */
+		if (vcxl_guarded_memcpy(t->buf + off, iov[i].iov_base, iov[i].iov_len)) {
+			free(t->buf);
+			free(t);
+			conn_kill(c, -EFAULT);
+			return -EFAULT;
+		}
 		off += iov[i].iov_len;
 	}
 	t->len = total;

@@ -24,6 +24,9 @@
 
 #define MAX_DEVICES 64
 
+/* long options without a short one */
+#define OPT_TRUST_CLIENT 0x100
+
 struct opts {
 	const char *socket;
 	uint64_t mem_size, region_size;
@@ -37,6 +40,7 @@ struct opts {
 	const char *bdf;	  /* --device */
 	enum vcxl_hw_iommu iommu; /* --iommu */
 	const char *region_dax;	  /* --region-dax */
+	bool trust_client;	  /* --trust-client */
 };
 
 static void usage(FILE *f)
@@ -72,6 +76,14 @@ static void usage(FILE *f)
 		"  -b, --backing FILE       file backing device memory (default: memfd). With\n"
 		"                           --devices N > 1: FILE.0 .. FILE.N-1\n"
 		"  -n, --devices N          number of devices to serve (default 1, max %d)\n"
+		"      --trust-client       hand the client fds that reach beyond what its guest\n"
+		"                           may access: with --backend vfio the VFIO device fd\n"
+		"                           for BAR mmaps (all of every BAR, device ioctls:\n"
+		"                           reset, IRQs, the host's component registers) and\n"
+		"                           /dev/mem for the region (any physical range); with\n"
+		"                           --backing the whole file. RISK: a compromised VMM\n"
+		"                           then controls host state. Default: those BARs and\n"
+		"                           regions are served by REGION_READ/WRITE only\n"
 		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
 		"                           client messages are logged at warn as\n"
 		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
@@ -131,6 +143,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"device", required_argument, NULL, 'D'},
 	    {"iommu", required_argument, NULL, 'I'},
 	    {"region-dax", required_argument, NULL, 'X'},
+	    {"trust-client", no_argument, NULL, OPT_TRUST_CLIENT},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -159,6 +172,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				o->iommu = VCXL_HW_IOMMU_IOMMUFD;
 			else
 				return die_opt("--iommu", optarg, "need auto, group or iommufd");
+			break;
+		case OPT_TRUST_CLIENT:
+			o->trust_client = true;
 			break;
 		case 'X':
 			o->region_dax = optarg;
@@ -315,7 +331,8 @@ static int make_hw_device(const struct opts *o, struct served *s)
 				   .host = &s->host,
 				   .prefer_firmware = o->region_dax != NULL,
 				   .attach_only = o->region_dax != NULL,
-				   .guest_decoders = o->guest_decoders};
+				   .guest_decoders = o->guest_decoders,
+				   .trust_client = o->trust_client};
 	rc = vcxl_vdev_create(vcxl_hw_vfio_backend(s->hw), &vc, &s->vdev, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "vcxl-server: %s: %s\n", o->bdf, err[0] ? err : strerror(-rc));
@@ -357,6 +374,7 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 	    .region_size = o->region_size,
 	    .prefer_firmware = o->firmware_committed,
 	    .guest_decoders = o->guest_decoders,
+	    .trust_client = o->trust_client,
 	};
 	char err[256] = "";
 	int rc;

@@ -3,8 +3,23 @@
 #include <stddef.h>
 
 #include "variant.h"
+#include "vdev_priv.h"
 #include "vcxl/cxl_regs.h"
 #include "vcxl/model.h"
+
+/* The accelerator's job engine reaches device memory by DPA on its own: its
+ * DPA window (model.h) is set to the region, so jobs the guest starts never
+ * touch device memory outside it. */
+static int accel_confine(struct vcxl_vdev *v, void *priv)
+{
+	const struct vcxl_region *r = v->region;
+	int rc = v->be->ops->bar_write(v->be->dev, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DPA_WIN_BASE, 8,
+				       r->dpa);
+
+	return rc
+		   ?: v->be->ops->bar_write(v->be->dev, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DPA_WIN_SIZE,
+					    8, r->size);
+}
 
 /* The built-in accelerator model: a Type-2 device with no memory device
  * registers, so media-ready does not apply (only range active does). Its
@@ -16,6 +31,11 @@ static const struct vcxl_variant accel_model = {
     .mem_size = 0,
     .media_ready = false,
     .noncached = false,
+    .confine = accel_confine,
+    .nhost_regs = 1,
+    .host_regs = {{.bar = VCXL_MODEL_CTRL_BAR,
+		   .off = ACCEL_REG_DPA_WIN_BASE,
+		   .len = ACCEL_REG_DPA_WIN_END - ACCEL_REG_DPA_WIN_BASE}},
 };
 
 /* The model's Type-3 personality (QEMU's cxl-type3 has the same id): a CXL

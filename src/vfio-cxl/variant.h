@@ -12,7 +12,15 @@
 
 struct vcxl_vdev;
 
-#define VCXL_VARIANT_ANY 0xffff
+#define VCXL_VARIANT_ANY	   0xffff
+#define VCXL_VARIANT_MAX_HOST_REGS 4
+
+/* A device register range the host owns: the guest's writes are dropped (its
+ * reads pass), and the range's pages are never mmappable. */
+struct vcxl_variant_reg {
+	unsigned bar;
+	uint64_t off, len;
+};
 
 struct vcxl_variant {
 	const char *name;
@@ -26,6 +34,14 @@ struct vcxl_variant {
 	 * with -errno; close must not fail. Either may be NULL. */
 	int (*open)(struct vcxl_vdev *v, void *priv);
 	void (*close)(struct vcxl_vdev *v, void *priv);
+	/* Confine the device itself (its engines) to the exposed region: called
+	 * once the region exists and after every reset of the device; a failure
+	 * refuses the device (-errno). NULL: the device reaches device memory
+	 * only through the host's decoders. */
+	int (*confine)(struct vcxl_vdev *v, void *priv);
+	/* host-owned registers (e.g. what confine programs) */
+	unsigned nhost_regs;
+	struct vcxl_variant_reg host_regs[VCXL_VARIANT_MAX_HOST_REGS];
 	void *priv;
 };
 

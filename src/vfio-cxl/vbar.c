@@ -102,6 +102,17 @@ static int msix_holes(struct vcxl_vdev *v)
 	return 0;
 }
 
+/* Does [off, off+len) of bar touch a register the variant says the host owns? */
+static bool host_reg_overlap(const struct vcxl_vdev *v, unsigned bar, uint64_t off, size_t len)
+{
+	for (unsigned i = 0; i < v->variant->nhost_regs; i++) {
+		const struct vcxl_variant_reg *r = &v->variant->host_regs[i];
+		if (r->bar == bar && off < r->off + r->len && r->off < off + len)
+			return true;
+	}
+	return false;
+}
+
 /* Does [off, off+len) of bar touch the device's MSI-X table or PBA? */
 static bool msix_overlap(const struct vcxl_vdev *v, unsigned bar, uint64_t off, size_t len)
 {
@@ -175,11 +186,25 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 	hole_add(cb, v->dev->comp_off, CXL_COMPONENT_BLOCK_SIZE);
 	if ((rc = msix_holes(v)))
 		return vdev_err(err, errlen, rc, "MSI-X capability read failed (%d)", rc);
+	for (unsigned i = 0; i < v->variant->nhost_regs; i++) {
+		const struct vcxl_variant_reg *r = &v->variant->host_regs[i];
+		if (r->bar < VCXL_NUM_BARS)
+			hole_add(&v->bar[r->bar], r->off, r->len);
+	}
 	for (unsigned i = 0; i < VCXL_NUM_BARS; i++) {
 		struct vcxl_vbar *b = &v->bar[i];
 		sparse_compute(b);
 		b->mmap =
 		    b->bi.size && b->bi.fd >= 0 && !(b->bi.flags & VCXL_BAR_IO) && b->nsparse > 0;
+		/* isolation: the fd goes to the client only if it reaches this BAR alone */
+		const char *why = b->mmap ? vdev_fd_unshareable(v, b->bi.fd) : NULL;
+		if (why) {
+			b->mmap = false;
+			fprintf(stderr,
+				"vcxl: %s: BAR%u served by REGION_READ/WRITE only, not mmap: %s "
+				"(--trust-client hands it out anyway)\n",
+				v->be->ops->name(v->be->dev), i, why);
+		}
 	}
 	return 0;
 }
@@ -260,6 +285,9 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 	/* PCI 3.0 6.8.2: the device's MSI-X table and PBA are host-owned: the
 	 * guest's writes are dropped, its reads of them pass (QEMU reads the PBA) */
 	if (write && msix_overlap(v, bar, off, len))
+		return 0;
+	/* host-owned device registers (variant.h): the guest's writes are dropped */
+	if (write && host_reg_overlap(v, bar, off, len))
 		return 0;
 	for (uint64_t p = off; p < off + len;) {
 		size_t left = off + len - p;

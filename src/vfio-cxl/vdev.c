@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "vdev_priv.h"
+#include "../common/sigbus_guard.h"
 
 /* ---- Lifecycle ------------------------------------------------------------ */
 
@@ -90,6 +91,40 @@ static int vdev_check_type3(struct vcxl_vdev *v, char *err, size_t errlen)
 			(unsigned long long)v->region->size, (unsigned long long)d->dpa_capacity);
 }
 
+const char *vdev_fd_unshareable(const struct vcxl_vdev *v, int fd)
+{
+	if (v->cfg.trust_client)
+		return NULL;
+	if (!v->be->ops->fd_unshareable)
+		return "the backend does not say what its fds reach";
+	return v->be->ops->fd_unshareable(v->be->dev, fd);
+}
+
+/* Isolation: the region's fd goes to the client only if it reaches exactly
+ * the region; otherwise the region is served by REGION_READ/WRITE, said once. */
+static void vdev_region_share(struct vcxl_vdev *v)
+{
+	const char *why = vdev_fd_unshareable(v, v->region->fd);
+
+	v->region_fd_shared = !why;
+	if (why)
+		fprintf(stderr,
+			"vcxl: %s: CXL region served by REGION_READ/WRITE only, not mmap: %s "
+			"(--trust-client hands it out anyway)\n",
+			v->be->ops->name(v->be->dev), why);
+}
+
+/* The device's own engines confined to the region (variant.h confine). */
+static int vdev_confine(struct vcxl_vdev *v, char *err, size_t errlen)
+{
+	int rc = v->variant->confine ? v->variant->confine(v, v->variant->priv) : 0;
+
+	return rc ? vdev_err(err, errlen, rc,
+			     "variant %s cannot confine the device to the region (%d)",
+			     v->variant->name, rc)
+		  : 0;
+}
+
 int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 		     struct vcxl_vdev **out, char *err, size_t errlen)
 {
@@ -137,9 +172,10 @@ int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 	}
 	v->variant_open = true;
 	if ((rc = vdev_region(v, err, errlen)) || (rc = vdev_check_type3(v, err, errlen)) ||
-	    (rc = vcfg_build(v, err, errlen)) || (rc = vcomp_build(v, err, errlen)) ||
-	    (rc = vbar_build(v, err, errlen)))
+	    (rc = vdev_confine(v, err, errlen)) || (rc = vcfg_build(v, err, errlen)) ||
+	    (rc = vcomp_build(v, err, errlen)) || (rc = vbar_build(v, err, errlen)))
 		goto fail;
+	vdev_region_share(v);
 	*out = v;
 	return 0;
 fail:
@@ -203,10 +239,12 @@ int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregi
 		return 0;
 	case VCXL_VDEV_CXL_REGION:
 		ri->size = v->region->size;
-		ri->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE |
-			    VFIO_REGION_INFO_FLAG_MMAP;
-		ri->fd = v->region->fd;
-		ri->fd_offset = v->region->fd_offset;
+		ri->flags = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+		if (v->region_fd_shared) {
+			ri->flags |= VFIO_REGION_INFO_FLAG_MMAP;
+			ri->fd = v->region->fd;
+			ri->fd_offset = v->region->fd_offset;
+		}
 		ri->has_type = true;
 		ri->type = VFIO_REGION_TYPE_CXL;
 		ri->subtype = VFIO_REGION_SUBTYPE_CXL;
@@ -267,13 +305,11 @@ static int cxl_region_rw(struct vcxl_vdev *v, bool write, uint64_t off, void *bu
 	if (len == 0 || off >= r->size || len > r->size - off)
 		return -EINVAL;
 	map = cxl_region_map(v);
-	if (map) {
-		if (write)
-			memcpy(map + off, buf, len);
-		else
-			memcpy(buf, map + off, len);
-		return 0;
-	}
+	/* the client may map the same memory: guarded, so a fault fails this
+	 * request (-EFAULT), never the server */
+	if (map)
+		return write ? vcxl_guarded_memcpy(map + off, buf, len)
+			     : vcxl_guarded_memcpy(buf, map + off, len);
 	while (len) {
 		off_t at = (off_t)(r->fd_offset + off);
 		ssize_t n = write ? pwrite(r->fd, p, len, at) : pread(r->fd, p, len, at);
@@ -462,7 +498,9 @@ int vcxl_vdev_reset(struct vcxl_vdev *v)
 		rc = rc ? rc : r2;
 		v->region_restores += !r2;
 	}
-	return rc;
+	/* a device that forgot its confinement in the reset gets it back */
+	int r3 = vdev_confine(v, NULL, 0);
+	return rc ? rc : r3;
 }
 
 void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)

@@ -80,6 +80,7 @@ struct vcxl_vdev {
 
 	/* host mapping of the CXL region, made on first use (no page touched) */
 	uint8_t *region_map;
+	bool region_fd_shared; /* the client gets the region's fd (mmap) */
 
 	vcxl_hdm_notify_fn hdm_notify;
 	void *hdm_notify_opaque;
@@ -88,6 +89,10 @@ struct vcxl_vdev {
 };
 
 #define vdev_err vcxl_errf /* src/common/errmsg.h */
+
+/* Why the backend's fd must not go to the client (NULL: it may, or the
+ * operator trusts the client). */
+const char *vdev_fd_unshareable(const struct vcxl_vdev *v, int fd);
 
 /* vconfig.c */
 int vcfg_build(struct vcxl_vdev *v, char *err, size_t errlen);

@@ -435,7 +435,8 @@ static void rec_fill(uint8_t *r, unsigned i)
 static void test_kill_backing(void)
 {
 	char dir[] = "/tmp/vcxl-bk-XXXXXX", file[96];
-	const char *args[] = {"--backing", file, NULL};
+	/* the whole backing file goes to the client only when it is trusted */
+	const char *args[] = {"--backing", file, "--trust-client", NULL};
 	struct harness h;
 	struct vcxl_client *c;
 	struct vcxl_client_info info;

@@ -154,6 +154,13 @@ static inline const char *bw_name(void *dev)
 	return "bw";
 }
 
+static inline const char *bw_fd_unshareable(void *dev, int fd)
+{
+	struct bw *w = dev;
+	return w->inner->ops->fd_unshareable ? w->inner->ops->fd_unshareable(w->inner->dev, fd)
+					     : "no fd_unshareable";
+}
+
 static const struct vcxl_backend_ops bw_ops = {
     .cfg_read = bw_cfg_read,
     .cfg_write = bw_cfg_write,
@@ -166,6 +173,7 @@ static const struct vcxl_backend_ops bw_ops = {
     .set_irq_handler = bw_set_irq,
     .set_dma = bw_set_dma,
     .name = bw_name,
+    .fd_unshareable = bw_fd_unshareable,
 };
 
 static inline void bw_init(struct bw *w, struct vcxl_backend *inner)

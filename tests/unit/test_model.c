@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -287,12 +288,19 @@ static void test_hpa_map(void)
 	commit0(16 * G256, 2 * G256);
 	uint32_t h = hdm_off();
 	ok(br(0, h + CXL_HDM_DEC_CTRL(0), 4) & CXL_HDM_DEC_CTRL_COMMITTED, "decoder 0 committed");
-	ok(be->ops->hpa_map(be->dev, 17 * G256, 4096, &fd, &off) == 0 && off == G256,
-	   "hpa_map decodes HPA -> DPA offset");
+	ok(be->ops->hpa_map(be->dev, 17 * G256, 4096, &fd, &off) == 0 && off == 0,
+	   "hpa_map decodes HPA -> an object of its own, at offset 0");
 	int mfd;
 	uint64_t msz;
+	struct stat st;
 	vcxl_model_mem_fd(m, &mfd, &msz);
-	ok(fd == mfd, "hpa_map returns the device memory fd");
+	ok(fd != mfd && fstat(fd, &st) == 0 && st.st_size == 4096,
+	   "hpa_map's fd is not the device memory fd, and exactly the mapped range");
+	ok(fcntl(fd, F_GET_SEALS) == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+	   "... sealed against shrink and grow, seals sealed");
+	ok(ftruncate(fd, 0) < 0 && errno == EPERM, "... ftruncate refused");
+	ok(be->ops->fd_unshareable(be->dev, fd) == NULL, "... and may go to a client");
+	ok(be->ops->fd_unshareable(be->dev, mfd) != NULL, "the device memory fd may not");
 	ok(be->ops->hpa_map(be->dev, 17 * G256, 2 * G256, &fd, &off) == -ENXIO,
 	   "range past the decoder: -ENXIO");
 	ok(be->ops->hpa_map(be->dev, 16 * G256, 0, &fd, &off) == -EINVAL, "size 0: -EINVAL");

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * A hostile client against the real server binary, using the fds the server
+ * really sends (docs/security.md, "Attacks and what stops them"). Two model
+ * devices, 1 GiB of device memory each, 256 MiB regions: the client of
+ * device 0 maps past the region and past every BAR area, writes there,
+ * ftruncates and fallocates every fd, adds seals, issues VFIO ioctls on them,
+ * and points the job engine outside the region. Afterwards: device memory
+ * outside the region is unchanged (read through the server's own device
+ * memory file, /proc/PID/fd), the guest's config space and component block
+ * read as before, the server lives and device 1 is served.
+ */
+#include <dirent.h>
+#include <linux/falloc.h>
+#include <linux/vfio.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "tap.h"
+#include "integration/harness.h"
+#include "vcxl/cxl_regs.h"
+#include "vcxl/model.h"
+#include "vcxl/vfio_cxl.h"
+#include "../../src/common/sigbus_guard.h"
+
+#define MEM	   (1ull << 30)
+#define REGION	   (256ull << 20)
+#define CANARY	   0x1000u
+#define MAX_DEVMEM 4
+
+static const uint64_t canary_dpa[] = {REGION, 0x10001000ull, MEM - CANARY};
+
+struct devmem {
+	int n;
+	int fd[MAX_DEVMEM]; /* the server's device memory files, opened here */
+};
+
+static uint8_t canary_byte(unsigned i)
+{
+	return (uint8_t)(0x5a ^ (i * 13));
+}
+
+/* The server's device memory (memfd "vcxl-devmem" of 1 GiB), one per device:
+ * the oracle for device memory outside the region. */
+static void devmem_find(pid_t pid, struct devmem *d)
+{
+	char dir[64], path[320], link[256];
+	ino_t seen[MAX_DEVMEM];
+	struct dirent *e;
+	DIR *dp;
+
+	d->n = 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	if (!(dp = opendir(dir)))
+		return;
+	while ((e = readdir(dp)) && d->n < MAX_DEVMEM) {
+		struct stat st;
+		ssize_t n;
+		bool dup = false;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (!strstr(link, "memfd:vcxl-devmem"))
+			continue;
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size != MEM) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		for (int i = 0; i < d->n; i++)
+			dup |= seen[i] == st.st_ino;
+		if (dup) {
+			close(fd);
+			continue;
+		}
+		seen[d->n] = st.st_ino;
+		d->fd[d->n++] = fd;
+	}
+	closedir(dp);
+}
+
+static void canaries_set(const struct devmem *d)
+{
+	uint8_t buf[CANARY];
+
+	for (unsigned c = 0; c < sizeof(canary_dpa) / sizeof(canary_dpa[0]); c++) {
+		memset(buf, canary_byte(c), sizeof(buf));
+		for (int i = 0; i < d->n; i++)
+			if (pwrite(d->fd[i], buf, sizeof(buf), (off_t)canary_dpa[c]) != CANARY)
+				diag("canary write failed");
+	}
+}
+
+/* Number of canaries (of all devices) that changed */
+static int canaries_bad(const struct devmem *d)
+{
+	uint8_t buf[CANARY], want[CANARY];
+	int bad = 0;
+
+	for (unsigned c = 0; c < sizeof(canary_dpa) / sizeof(canary_dpa[0]); c++) {
+		memset(want, canary_byte(c), sizeof(want));
+		for (int i = 0; i < d->n; i++)
+			if (pread(d->fd[i], buf, sizeof(buf), (off_t)canary_dpa[c]) != CANARY ||
+			    memcmp(buf, want, CANARY))
+				bad++;
+	}
+	return bad;
+}
+
+static bool server_alive(const struct harness *h)
+{
+	int st;
+
+	return h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == 0;
+}
+
+struct poke {
+	volatile uint8_t *p;
+	uint8_t v;
+};
+
+static void poke_fn(void *arg)
+{
+	struct poke *k = arg;
+
+	*k->p = k->v;
+}
+
+/* Store one byte through a mapping; -EFAULT if the store faulted (SIGBUS). */
+static int poke(void *p, uint8_t v)
+{
+	struct poke k = {.p = p, .v = v};
+
+	return vcxl_sigbus_guarded(poke_fn, &k);
+}
+
+/* What a client can do to an fd without the server: every attempt must fail
+ * or stay inside what the fd is for. Returns how many attempts did harm
+ * (succeeded although they must not). */
+static int fd_abuse(int fd, uint64_t size, const char *what)
+{
+	struct stat st = {0};
+	int harm = 0;
+	struct vfio_device_info info = {.argsz = sizeof(info)};
+	struct vfio_irq_set irqs = {.argsz = sizeof(irqs),
+				    .flags = VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER,
+				    .index = VFIO_PCI_MSIX_IRQ_INDEX};
+	uint8_t b = 0xee;
+
+	ok(fstat(fd, &st) == 0 && (uint64_t)st.st_size == size,
+	   "%s: the fd is exactly 0x%llx bytes (0x%llx)", what, (unsigned long long)size,
+	   (unsigned long long)st.st_size);
+	harm += !ok(pwrite(fd, &b, 1, (off_t)size) < 0, "%s: pwrite past its end refused", what);
+	harm += !ok(ftruncate(fd, 0) < 0, "%s: ftruncate to 0 refused", what);
+	harm += !ok(ftruncate(fd, (off_t)(size + 4096)) < 0, "%s: ftruncate larger refused", what);
+	harm += !ok(fallocate(fd, 0, (off_t)size, 4096) < 0, "%s: fallocate past the end refused",
+		    what);
+	harm += !ok(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) < 0,
+		    "%s: adding write seals refused", what);
+	harm += !ok(ioctl(fd, VFIO_DEVICE_RESET) < 0, "%s: VFIO_DEVICE_RESET refused", what);
+	harm += !ok(ioctl(fd, VFIO_DEVICE_GET_INFO, &info) < 0, "%s: VFIO_DEVICE_GET_INFO refused",
+		    what);
+	harm += !ok(ioctl(fd, VFIO_DEVICE_SET_IRQS, &irqs) < 0, "%s: VFIO_DEVICE_SET_IRQS refused",
+		    what);
+	/* mapping past the end: the pages past the fd fault in the client, and
+	 * writing there reaches nothing */
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *map =
+	    mmap(NULL, size + 4 * (uint64_t)pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ok(map != MAP_FAILED, "%s: mapped with 4 pages past its end", what)) {
+		harm += !ok(poke(map + size, 0xab) == -EFAULT &&
+				poke(map + size + 3 * pg, 1) == -EFAULT,
+			    "%s: stores past its end fault in the client", what);
+		munmap(map, size + 4 * (uint64_t)pg);
+	}
+	return harm;
+}
+
+/* The issue's crash: truncate the fd, then ask the server for a read of the
+ * memory behind it (it used to die of SIGBUS, taking device 1 along). */
+static void truncate_then_read(struct harness *h, struct vcxl_client *c, int fd, uint32_t index,
+			       uint64_t off, const char *what)
+{
+	uint8_t buf[8];
+
+	ok(ftruncate(fd, 0) < 0, "%s: ftruncate to 0 refused", what);
+	is(vcxl_client_region_read(c, index, off, buf, sizeof(buf)), 0,
+	   "%s: an 8-byte REGION_READ at 0x%llx then is served", what, (unsigned long long)off);
+	ok(server_alive(h), "%s: the server lives", what);
+}
+
+/* The guest's view of config space and the component block */
+struct view {
+	uint8_t cfg[VCXL_VDEV_CONFIG_SIZE];
+	uint8_t comp[CXL_COMPONENT_BLOCK_SIZE];
+};
+
+static int view_take(struct vcxl_client *c, const struct vcxl_client_info *info, struct view *v)
+{
+	int rc =
+	    vcxl_client_region_read(c, VFIO_PCI_CONFIG_REGION_INDEX, 0, v->cfg, sizeof(v->cfg));
+
+	return rc
+		   ?: vcxl_client_region_read(c, info->cxl.hdm_bar, info->cxl.comp_offset, v->comp,
+					      sizeof(v->comp));
+}
+
+static void test_region_fd(struct harness *h, struct vcxl_client *c, const struct devmem *d)
+{
+	struct vcxl_client_region ri;
+	uint8_t buf[8];
+
+	is(vcxl_client_region_info(c, 9, &ri), 0, "CXL region info");
+	if (!ok(ri.fd >= 0 && (ri.flags & VFIO_REGION_INFO_FLAG_MMAP),
+		"the CXL region comes with an fd to mmap")) {
+		if (ri.fd >= 0)
+			close(ri.fd);
+		return;
+	}
+	is(ri.offset, 0, "region at fd offset 0");
+	is(ri.size, REGION, "region size 256 MiB");
+	/* the issue's attack: write at fd offset 0x10001000 (past the region) */
+	uint8_t junk[64];
+	memset(junk, 0xcc, sizeof(junk));
+	ok(pwrite(ri.fd, junk, sizeof(junk), 0x10001000) < 0, "pwrite at 0x10001000 refused");
+	is(canaries_bad(d), 0, "device memory outside the region unchanged");
+	truncate_then_read(h, c, ri.fd, 9, 0, "region fd");
+	if (!server_alive(h)) {
+		close(ri.fd);
+		return;
+	}
+	int harm = fd_abuse(ri.fd, REGION, "region fd");
+	is(harm, 0, "nothing done to the region fd did harm");
+	/* inside the region the client may do as it likes: punch a hole */
+	ok(fallocate(ri.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096) == 0,
+	   "punching a hole inside the region is the guest's own business");
+	is(vcxl_client_region_read(c, 9, 0, buf, sizeof(buf)), 0,
+	   "REGION_READ after all that: served");
+	is(vcxl_client_region_read(c, 9, REGION - 8, buf, sizeof(buf)), 0,
+	   "REGION_READ of the region's last bytes: served");
+	ok(server_alive(h), "the server lives");
+	is(canaries_bad(d), 0, "device memory outside the region unchanged");
+	close(ri.fd);
+}
+
+static void test_bar_fds(struct harness *h, struct vcxl_client *c,
+			 const struct vcxl_client_info *info, const struct devmem *d)
+{
+	struct view before, after;
+
+	is(view_take(c, info, &before), 0, "guest view of config and component block taken");
+	for (uint32_t bar = VFIO_PCI_BAR0_REGION_INDEX; bar <= VFIO_PCI_BAR5_REGION_INDEX; bar++) {
+		struct vcxl_client_region ri;
+		char what[32];
+
+		if (vcxl_client_region_info(c, bar, &ri) || ri.fd < 0)
+			continue;
+		snprintf(what, sizeof(what), "BAR%u fd", bar);
+		ok(ri.flags & VFIO_REGION_INFO_FLAG_MMAP, "%s: mmappable", what);
+		/* the last bytes of the BAR: RAM, not the component block (at the start) */
+		truncate_then_read(h, c, ri.fd, bar, ri.size - 8, what);
+		if (!server_alive(h)) {
+			close(ri.fd);
+			return;
+		}
+		is(fd_abuse(ri.fd, ri.size, what), 0, "%s: nothing done to it did harm", what);
+		/* past every area: write the trapped pages through the fd */
+		uint8_t *map = mmap(NULL, ri.size, PROT_READ | PROT_WRITE, MAP_SHARED, ri.fd,
+				    (off_t)ri.offset);
+		if (ok(map != MAP_FAILED, "%s: the whole BAR mapped, areas or not", what)) {
+			unsigned faults = 0;
+			for (uint64_t o = 0; o < ri.size; o += 4096)
+				faults += poke(map + o, 0x99) != 0;
+			is(faults, 0, "%s: every page written (the trapped ones too)", what);
+			munmap(map, ri.size);
+		}
+		uint32_t v;
+		is(vcxl_client_read32(c, bar, 0x1000 < ri.size ? ri.size - 4 : 0, &v), 0,
+		   "%s: REGION_READ served afterwards", what);
+		close(ri.fd);
+	}
+	is(view_take(c, info, &after), 0, "guest view taken again");
+	ok(!memcmp(before.cfg, after.cfg, sizeof(before.cfg)), "config space unchanged");
+	ok(!memcmp(before.comp, after.comp, sizeof(before.comp)),
+	   "component block (HDM decoders) unchanged");
+	ok(server_alive(h), "the server lives");
+	is(canaries_bad(d), 0, "device memory outside the region unchanged");
+}
+
+/* The job engine: DPA jobs outside the region end in ERROR and touch nothing;
+ * the client cannot move the engine's DPA window. */
+static void test_engine(struct harness *h, struct vcxl_client *c, const struct devmem *d)
+{
+	const uint32_t bar = VCXL_MODEL_CTRL_BAR;
+	uint64_t base = 1, size = 1;
+	uint32_t st = 0;
+
+	is(vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_BASE, &base) |
+	       vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_SIZE, &size),
+	   0, "engine DPA window read");
+	ok(base == 0 && size == REGION, "the engine is confined to the region [0x%llx, +0x%llx)",
+	   (unsigned long long)base, (unsigned long long)size);
+	vcxl_client_write64(c, bar, ACCEL_REG_DPA_WIN_SIZE, MEM);
+	vcxl_client_write64(c, bar, ACCEL_REG_DPA_WIN_BASE, REGION);
+	vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_BASE, &base);
+	vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_SIZE, &size);
+	ok(base == 0 && size == REGION, "the client's writes to the window are dropped");
+	for (unsigned k = 0; k < sizeof(canary_dpa) / sizeof(canary_dpa[0]); k++) {
+		vcxl_client_write32(c, bar, ACCEL_REG_STATUS,
+				    ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
+		vcxl_client_write32(c, bar, ACCEL_REG_JOB_OP, ACCEL_OP_FILL);
+		vcxl_client_write32(c, bar, ACCEL_REG_JOB_FLAGS, 0);
+		vcxl_client_write64(c, bar, ACCEL_REG_JOB_DST, canary_dpa[k]);
+		vcxl_client_write64(c, bar, ACCEL_REG_JOB_LEN, 0x2000);
+		vcxl_client_write64(c, bar, ACCEL_REG_JOB_PATTERN, 0x0123456789abcdefull);
+		vcxl_client_write32(c, bar, ACCEL_REG_DOORBELL, ACCEL_DOORBELL_GO);
+		vcxl_client_read32(c, bar, ACCEL_REG_STATUS, &st);
+		ok(st & ACCEL_STATUS_ERROR, "FILL at DPA 0x%llx (outside the region): ERROR",
+		   (unsigned long long)canary_dpa[k]);
+	}
+	/* a copy from outside into the region, and one straddling its end */
+	vcxl_client_write32(c, bar, ACCEL_REG_STATUS, ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
+	vcxl_client_write32(c, bar, ACCEL_REG_JOB_OP, ACCEL_OP_COPY);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_SRC, REGION);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_DST, 0);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_LEN, 0x1000);
+	vcxl_client_write32(c, bar, ACCEL_REG_DOORBELL, ACCEL_DOORBELL_GO);
+	vcxl_client_read32(c, bar, ACCEL_REG_STATUS, &st);
+	ok(st & ACCEL_STATUS_ERROR, "COPY from outside the region: ERROR");
+	vcxl_client_write32(c, bar, ACCEL_REG_STATUS, ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_SRC, 0);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_DST, REGION - 0x800);
+	vcxl_client_write32(c, bar, ACCEL_REG_DOORBELL, ACCEL_DOORBELL_GO);
+	vcxl_client_read32(c, bar, ACCEL_REG_STATUS, &st);
+	ok(st & ACCEL_STATUS_ERROR, "COPY straddling the region's end: ERROR");
+	/* inside, the engine works */
+	vcxl_client_write32(c, bar, ACCEL_REG_STATUS, ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_DST, REGION - 0x1000);
+	vcxl_client_write32(c, bar, ACCEL_REG_DOORBELL, ACCEL_DOORBELL_GO);
+	vcxl_client_read32(c, bar, ACCEL_REG_STATUS, &st);
+	ok((st & ACCEL_STATUS_DONE) && !(st & ACCEL_STATUS_ERROR), "COPY inside the region: DONE");
+	/* a reset does not undo the confinement */
+	is(vcxl_client_reset(c), 0, "device reset");
+	vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_BASE, &base);
+	vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_SIZE, &size);
+	ok(base == 0 && size == REGION, "the window survives the reset");
+	ok(server_alive(h), "the server lives");
+	is(canaries_bad(d), 0, "device memory outside the region unchanged");
+}
+
+int main(int argc, char **argv)
+{
+	const char *args[] = {"--devices", "2", "--mem-size", "1G", "--region-size", "256M", NULL};
+	struct harness h = {0};
+	struct vcxl_client *c0 = NULL, *c1 = NULL;
+	struct vcxl_client_info info;
+	struct devmem d = {0};
+	char s0[160], s1[160];
+	uint32_t v = 0;
+
+	if (!ok(h_start(&h, h_server_bin(argc, argv), 0, args) == 0, "server with two devices")) {
+		h_dump_log(&h);
+		h_cleanup(&h);
+		return done();
+	}
+	h_dev_sock(&h, 0, s0, sizeof(s0));
+	h_dev_sock(&h, 1, s1, sizeof(s1));
+	is(vcxl_client_connect(s0, &c0), 0, "device 0: the hostile client connects");
+	is(vcxl_client_connect(s1, &c1), 0, "device 1: a well-behaved client connects");
+	devmem_find(h.pid, &d);
+	is(d.n, 2, "the oracle sees both devices' memory (/proc/%d/fd)", (int)h.pid);
+	canaries_set(&d);
+	is(canaries_bad(&d), 0, "canaries in device memory outside the regions");
+	is(vcxl_client_get_info(c0, &info), 0, "device 0 info");
+
+	test_region_fd(&h, c0, &d);
+	if (server_alive(&h))
+		test_bar_fds(&h, c0, &info, &d);
+	if (server_alive(&h))
+		test_engine(&h, c0, &d);
+
+	ok(vcxl_client_read32(c1, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v) == 0 && v == 0x0d948086,
+	   "device 1 is still served");
+	vcxl_client_close(c0);
+	vcxl_client_close(c1);
+	is(h_stop(&h), 0, "server exits cleanly");
+	if (!server_alive(&h) && h.pid > 0)
+		h_dump_log(&h);
+	for (int i = 0; i < d.n; i++)
+		close(d.fd[i]);
+	h_cleanup(&h);
+	return done();
+}
