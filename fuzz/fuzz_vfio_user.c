@@ -11,14 +11,23 @@
  * walking msg_size): bits 0-2 count, bit 3 kind (0 memfd, 1 eventfd), bits
  * 4-6 memfd size class (4 KiB << 2 * class, sparse).
  *
+ * Every fd the server sends (region and BAR fds) is used as a hostile
+ * client would: written at its first and last byte through a mapping,
+ * written past its end, truncated, grown, fallocated past its end, sealed;
+ * each resize must be refused (fz_abuse_fd).
+ *
  * Checked after every batch and at the end: no crash, ASan/UBSan clean, no
  * host-owned register or out-of-region device memory changed (fuzz_dev.h),
  * every reply well-formed; after the connection is gone: no fd left open and
  * (libFuzzer's -detect_leaks) no memory leaked.
  */
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "../src/common/sigbus_guard.h"
 
 #include "fuzz_dev.h"
 #include "fuzz_harness.h"
@@ -86,6 +95,51 @@ static void fz_attach_fds(struct vcxl_bufio *b, const uint8_t *map, unsigned n, 
 			break;
 		pos += h.msg_size;
 	}
+}
+
+struct fz_poke {
+	volatile uint8_t *p;
+	uint8_t v;
+};
+
+static void fz_poke_fn(void *arg)
+{
+	struct fz_poke *k = arg;
+
+	*k->p = k->v;
+}
+
+/* What a client can do to an fd the server sent it, without the server:
+ * stores inside it are the guest's business (and the canaries outside the
+ * region must survive them); resizing must be refused. */
+static void fz_abuse_fd(void *opaque, int fd)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	uint8_t b = 0x5c;
+
+	(void)opaque;
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return;
+	size_t size = (size_t)st.st_size;
+	uint8_t *p = mmap(NULL, size + (size_t)pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED) {
+		struct fz_poke k[3] = {{p, 0x5a}, {p + size - 1, 0xa5}, {p + size, 0x11}};
+		for (unsigned i = 0; i < 3; i++)
+			if (vcxl_sigbus_guarded(fz_poke_fn, &k[i]) == 0 && i == 2)
+				fz_fail("a store past the end of a %zu-byte fd the server sent did "
+					"not fault",
+					size);
+		munmap(p, size + (size_t)pg);
+	}
+	if (pwrite(fd, &b, 1, (off_t)size) == 1)
+		fz_fail("pwrite past the end of an fd the server sent grew it");
+	if (ftruncate(fd, 0) == 0 || ftruncate(fd, (off_t)size + pg) == 0)
+		fz_fail("an fd the server sent could be resized");
+	if (fallocate(fd, 0, (off_t)size, pg) == 0)
+		fz_fail("fallocate past the end of an fd the server sent succeeded");
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0)
+		fz_fail("an fd the server sent could be write-sealed");
 }
 
 /* Every message the server sent is a well-formed reply or a DMA request. */
@@ -169,6 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fz_dev_open(&f, VCXL_COMP_AT_START, 0))
 		fz_fail("device setup failed");
 	vcxl_bufio_init(&b, data + 1 + n, size - 1 - n);
+	b.on_fd = fz_abuse_fd;
 	fz_attach_fds(&b, data + 1, n, data + 1 + n, size - 1 - n);
 	c = vcxl_conn_create(&cfg, &vcxl_sdev_ops, &f.sdev, &vcxl_buf_io_ops, &b);
 	if (!c)

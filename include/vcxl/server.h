@@ -143,7 +143,11 @@ struct vcxl_bufio {
 	uint8_t *out;
 	size_t out_len, out_cap;
 	unsigned out_fds; /* fds the server attached (not duplicated) */
-	size_t max_out;	  /* 0 = unbounded; beyond it send returns -EAGAIN */
+	/* called with every fd the server attaches, as a client would receive
+	 * it (fuzzing: what a client can do to it); may be NULL */
+	void (*on_fd)(void *opaque, int fd);
+	void *on_fd_opaque;
+	size_t max_out; /* 0 = unbounded; beyond it send returns -EAGAIN */
 };
 extern const struct vcxl_io_ops vcxl_buf_io_ops;
 void vcxl_bufio_init(struct vcxl_bufio *b, const void *in, size_t len);
