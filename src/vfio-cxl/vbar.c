@@ -30,8 +30,13 @@ static void hole_add(struct vcxl_vbar *b, uint64_t off, uint64_t len)
 
 	if (hi > b->bi.size)
 		hi = b->bi.size;
-	if (lo >= hi || b->nholes >= VBAR_MAX_HOLES)
+	if (lo >= hi)
 		return;
+	if (b->nholes >= VBAR_MAX_HOLES) {
+		/* never drop a trapped range: the BAR loses its mmap instead */
+		b->holes_overflow = true;
+		return;
+	}
 	/* insert sorted */
 	unsigned i = b->nholes;
 	while (i > 0 && b->holes[i - 1].offset > lo) {
@@ -64,6 +69,8 @@ static void sparse_compute(struct vcxl_vbar *b)
 	b->nsparse = 0;
 	for (unsigned i = 0; i <= b->nholes; i++) {
 		uint64_t end = i < b->nholes ? b->holes[i].offset : b->bi.size;
+		/* areas past VCXL_MAX_SPARSE are left out: served by messages
+		 * (never more mappable than the complement of the holes) */
 		if (end > at && b->nsparse < VCXL_MAX_SPARSE) {
 			b->sparse[b->nsparse].offset = at;
 			b->sparse[b->nsparse].size = end - at;
@@ -196,6 +203,15 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 		sparse_compute(b);
 		b->mmap =
 		    b->bi.size && b->bi.fd >= 0 && !(b->bi.flags & VCXL_BAR_IO) && b->nsparse > 0;
+		/* a trapped range that did not fit is never left mappable */
+		if (b->mmap && b->holes_overflow) {
+			b->mmap = false;
+			fprintf(stderr,
+				"vcxl: %s: BAR%u served by REGION_READ/WRITE only, not mmap: more "
+				"than %u trapped ranges (component block, MSI-X, host registers, "
+				"gaps between the backend's areas)\n",
+				v->be->ops->name(v->be->dev), i, VBAR_MAX_HOLES);
+		}
 		/* isolation: the fd goes to the client only if it reaches this BAR alone */
 		const char *why = b->mmap ? vdev_fd_unshareable(v, b->bi.fd) : NULL;
 		if (why) {

@@ -30,8 +30,12 @@ enum vcfg_route {
 	VCFG_DEVCTL,
 };
 
-#define VCFG_DWORDS    (VCXL_VDEV_CONFIG_SIZE / 4)
-#define VBAR_MAX_HOLES 3
+#define VCFG_DWORDS (VCXL_VDEV_CONFIG_SIZE / 4)
+/* Trapped ranges per BAR: the component block, the MSI-X table and PBA, the
+ * variant's host registers and the gaps between a backend's mmappable areas
+ * (at most VCXL_BAR_MAX_AREAS + 1) fit with room to spare; a BAR that would
+ * need more is not mmappable at all (vbar_build says so), never truncated. */
+#define VBAR_MAX_HOLES 16
 
 struct vcxl_vbar {
 	struct vcxl_bar_info bi;
@@ -40,6 +44,7 @@ struct vcxl_vbar {
 	unsigned nsparse; /* the rest: mmappable areas */
 	struct vcxl_sparse_area sparse[VCXL_MAX_SPARSE];
 	bool mmap;
+	bool holes_overflow; /* a trapped range did not fit: no mmap */
 };
 
 struct vcxl_vdev {
