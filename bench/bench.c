@@ -577,6 +577,69 @@ static void bench_malformed(void)
 	       a.median / b.median >= 0.9);
 }
 
+/* ---- --on-disconnect reset: the scrub ---------------------------------------- */
+
+/* One tenant fills the whole region through its mapping and leaves; the time
+ * from its close to the next client's VERSION reply covers the disconnect
+ * (reset: device reset + scrub; keep: nothing) and the next accept. */
+static double tenant_switch_ms(const char *sock, uint64_t size)
+{
+	struct vcxl_client *c = connect_or_die(sock), *n;
+	struct vcxl_client_info info;
+	struct vcxl_client_region ri;
+	if (vcxl_client_get_info(c, &info) ||
+	    vcxl_client_region_info(c, info.cxl.region_index, &ri) || ri.fd < 0 || ri.size < size) {
+		fprintf(stderr, "bench: no mappable CXL region of %llu bytes\n",
+			(unsigned long long)size);
+		exit(1);
+	}
+	uint8_t *reg =
+	    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, ri.fd, (off_t)ri.offset);
+	if (reg == MAP_FAILED) {
+		fprintf(stderr, "bench: mmap failed\n");
+		exit(1);
+	}
+	memset(reg, 0x5a, size);
+	munmap(reg, size);
+	close(ri.fd);
+	double t0 = now_ns();
+	vcxl_client_close(c);
+	n = connect_or_die(sock);
+	double ms = (now_ns() - t0) / 1e6;
+	vcxl_client_close(n);
+	return ms;
+}
+
+static void bench_scrub(void)
+{
+	const uint64_t size = 1ull << 30;
+	const int runs = 5;
+	char sock[300], sock_keep[300];
+	double r[5], k[5];
+	snprintf(sock, sizeof(sock), "%s/scrub.sock", tmpdir);
+	snprintf(sock_keep, sizeof(sock_keep), "%s/keep.sock", tmpdir);
+	pid_t s1 = start_server(sock, "--mem-size 1G --on-disconnect reset", 1);
+	pid_t s2 = start_server(sock_keep, "--mem-size 1G --on-disconnect keep", 1);
+	for (int i = 0; i < runs; i++) {
+		r[i] = tenant_switch_ms(sock, size);
+		k[i] = tenant_switch_ms(sock_keep, size);
+	}
+	stop_server(s1);
+	stop_server(s2);
+	cur_runs = runs;
+	struct stat5 sr = stats(r, runs), sk = stats(k, runs);
+	/* per GiB: the switch with the scrub less the switch without it */
+	struct stat5 per = sr;
+	per.median -= sk.median;
+	per.min -= sk.median;
+	per.max -= sk.median;
+	per.p25 -= sk.median;
+	per.p75 -= sk.median;
+	report("disconnect_reset_scrub_per_GiB", per, "ms", sk, sr.median / sk.median,
+	       "tenant switch reset/keep (1 GiB written)", NULL, 0);
+	cur_runs = RUNS;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -605,6 +668,8 @@ int main(int argc, char **argv)
 			bench_bringup();
 		if (all || !strcmp(s, "malformed"))
 			bench_malformed();
+		if (all || !strcmp(s, "scrub"))
+			bench_scrub();
 		if (all)
 			break;
 	}

@@ -87,6 +87,7 @@ struct vcxl_model;
 struct vcxl_sdev {
 	struct vcxl_model *model;
 	struct vcxl_vdev *vdev;
+	enum vcxl_on_disconnect on_disconnect; /* what the next client finds */
 };
 /* Binds struct vcxl_dev_ops to vfio_cxl.h; dev is a struct vcxl_sdev *. */
 extern const struct vcxl_dev_ops vcxl_sdev_ops;
@@ -223,7 +224,8 @@ struct vcxl_conn_stats {
 };
 
 /* Bind a connected client to a device. Installs DMA ops and the IRQ handler
- * on the device; destroy removes them and calls ops->client_gone. */
+ * on the device; destroy removes them and calls ops->client_gone if the
+ * client negotiated VERSION (before that it could see or change nothing). */
 struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct vcxl_dev_ops *ops,
 				   void *dev, const struct vcxl_io_ops *io, void *io_opaque);
 void vcxl_conn_destroy(struct vcxl_conn *c);

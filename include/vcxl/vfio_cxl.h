@@ -126,10 +126,20 @@ int vcxl_vdev_dma_unmap(struct vcxl_vdev *v, uint64_t iova, uint64_t size);
 /* Install the handler that delivers device interrupts (server wires eventfds). */
 void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque);
 void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void *opaque);
-/* VFIO_DEVICE_RESET: function reset, virtual state restored, host region kept. */
+/* VFIO_DEVICE_RESET: function reset, every virtual state restored (as a
+ * conventional reset), host region kept, region contents kept. What each
+ * kind of reset does: docs/reset.md. */
 int vcxl_vdev_reset(struct vcxl_vdev *v);
-/* The client went away: drop its state (virtual view reset as at open). */
-void vcxl_vdev_client_gone(struct vcxl_vdev *v);
+/* What the next client finds after a client disconnects (--on-disconnect). */
+enum vcxl_on_disconnect {
+	/* device reset, virtual state restored, region memory zeroed */
+	VCXL_ON_DISCONNECT_RESET = 0,
+	/* device and virtual state as the client left them (vfio-user spec) */
+	VCXL_ON_DISCONNECT_KEEP,
+};
+/* The client went away: its vectors disarmed, then the policy applied.
+ * 0 or the device reset's / scrub's -errno. */
+int vcxl_vdev_client_gone(struct vcxl_vdev *v, enum vcxl_on_disconnect policy);
 /* Timers of the device (model deadlines): ms to next, -1 for none. */
 int vcxl_vdev_poll(struct vcxl_vdev *v);
 struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v);

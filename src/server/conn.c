@@ -103,7 +103,9 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
 	for (unsigned i = 0; i < NUM_IRQ_INDEX; i++)
 		conn_irq_index_free(&c->irqs[i]);
 	vcxl_dma_remove_all(&c->dma);
-	c->ops->client_gone(c->dev);
+	/* a client that never negotiated could neither see nor change anything */
+	if (c->negotiated)
+		c->ops->client_gone(c->dev);
 	free(c);
 }
 

@@ -41,6 +41,7 @@ struct opts {
 	enum vcxl_hw_iommu iommu; /* --iommu */
 	const char *region_dax;	  /* --region-dax */
 	bool trust_client;	  /* --trust-client */
+	enum vcxl_on_disconnect on_disconnect; /* --on-disconnect */
 };
 
 static void usage(FILE *f)
@@ -84,6 +85,13 @@ static void usage(FILE *f)
 		"                           --backing the whole file. RISK: a compromised VMM\n"
 		"                           then controls host state. Default: those BARs and\n"
 		"                           regions are served by REGION_READ/WRITE only\n"
+		"  -O, --on-disconnect WHAT what the next client finds when one disconnects\n"
+		"                           (after it negotiated): reset (default): a device\n"
+		"                           reset, the virtual view as at start and the\n"
+		"                           region's memory zeroed, so no tenant reads the\n"
+		"                           last one's data; keep: everything as the client\n"
+		"                           left it, for a VMM that reconnects (vfio-user's\n"
+		"                           'retain device state')\n"
 		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
 		"                           client messages are logged at warn as\n"
 		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
@@ -144,12 +152,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"iommu", required_argument, NULL, 'I'},
 	    {"region-dax", required_argument, NULL, 'X'},
 	    {"trust-client", no_argument, NULL, OPT_TRUST_CLIENT},
+	    {"on-disconnect", required_argument, NULL, 'O'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":s:m:r:d:g:c:fb:n:l:hVC:M:B:D:I:X:", lopts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, ":s:m:r:d:g:c:fb:n:l:hVC:M:B:D:I:X:O:", lopts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'B':
@@ -178,6 +187,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'X':
 			o->region_dax = optarg;
+			break;
+		case 'O':
+			if (!strcmp(optarg, "reset"))
+				o->on_disconnect = VCXL_ON_DISCONNECT_RESET;
+			else if (!strcmp(optarg, "keep"))
+				o->on_disconnect = VCXL_ON_DISCONNECT_KEEP;
+			else
+				return die_opt("--on-disconnect", optarg, "need keep or reset");
 			break;
 		case 's':
 			o->socket = optarg;
@@ -340,6 +357,7 @@ static int make_hw_device(const struct opts *o, struct served *s)
 	}
 	s->sdev.model = NULL;
 	s->sdev.vdev = s->vdev;
+	s->sdev.on_disconnect = o->on_disconnect;
 	vcxl_log(VCXL_LOG_INFO, "dev0: %s opened through VFIO (%s)", o->bdf,
 		 vcxl_hw_vfio_iommu_name(s->hw));
 	return 0;
@@ -409,6 +427,7 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 	}
 	s->sdev.model = s->model;
 	s->sdev.vdev = s->vdev;
+	s->sdev.on_disconnect = o->on_disconnect;
 served:
 	vcxl_vdev_set_hdm_notify(s->vdev, log_guest_decoder, s);
 	const struct vcxl_region *r = vcxl_vdev_region(s->vdev);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* struct vcxl_dev_ops bound to the vfio-cxl core (vfio_cxl.h) and the model's timers. */
+#include <string.h>
+
 #include "vcxl/model.h"
 #include "vcxl/host_cxl.h"
 #include "vcxl/server.h"
@@ -89,7 +91,11 @@ static int sdev_reset(void *dev)
 
 static void sdev_client_gone(void *dev)
 {
-	vcxl_vdev_client_gone(sdev_vdev(dev));
+	struct vcxl_sdev *s = dev;
+	int rc = vcxl_vdev_client_gone(s->vdev, s->on_disconnect);
+
+	if (rc)
+		vcxl_log(VCXL_LOG_WARN, "reset for the next client failed: %s", strerror(-rc));
 }
 
 static int sdev_poll(void *dev)

@@ -142,8 +142,28 @@ int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed)
 		return -EINVAL;
 	uint64_t off =
 	    v->msix_table_off + (uint64_t)vector * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL;
-	return v->be->ops->bar_write(v->be->dev, v->msix_bar, off, 4,
-				     armed ? 0 : PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	int rc = v->be->ops->bar_write(v->be->dev, v->msix_bar, off, 4,
+				       armed ? 0 : PCI_MSIX_ENTRY_CTRL_MASKBIT);
+	uint64_t bit = 1ull << (vector % 64);
+
+	if (!rc && armed)
+		v->msix_armed[vector / 64] |= bit;
+	else if (!rc)
+		v->msix_armed[vector / 64] &= ~bit;
+	return rc;
+}
+
+void vbar_msix_rearm(struct vcxl_vdev *v)
+{
+	for (unsigned n = 0; n < v->msix_nvec && n < VBAR_MSIX_MAX; n++)
+		if (v->msix_armed[n / 64] & (1ull << (n % 64)))
+			vbar_msix_arm(v, n, true);
+}
+
+void vbar_msix_disarm_all(struct vcxl_vdev *v)
+{
+	for (unsigned n = 0; n < v->msix_nvec && n < VBAR_MSIX_MAX; n++)
+		vbar_msix_arm(v, n, false);
 }
 
 /* The backend can map only parts of this BAR (VFIO sparse mmap of a real

@@ -329,24 +329,29 @@ void vcfg_fini(struct vcxl_vdev *v)
 	v->cdat = NULL;
 }
 
-void vcfg_reset(struct vcxl_vdev *v)
+void vcfg_reset(struct vcxl_vdev *v, bool dvsec, bool function)
 {
-	vcxl_rf_reset(&v->vcfg);
-	if (v->has_doe)
-		vcxl_doe_reset(&v->doe);
+	uint32_t b = v->dvsec.base, e = b + v->dvsec_len;
+
+	if (dvsec)
+		vcxl_rf_reset_range(&v->vcfg, b, v->dvsec_len);
+	if (function) {
+		vcxl_rf_reset_range(&v->vcfg, 0, b);
+		vcxl_rf_reset_range(&v->vcfg, e, VCXL_VDEV_CONFIG_SIZE - e);
+		if (v->has_doe)
+			vcxl_doe_reset(&v->doe);
+	}
 	v->pending_cxl_reset = false;
 }
 
-/* CXL r3.1 9.7 (CXL reset), in the guest's view only: virtual decoders
- * decommitted, the virtual DVSEC back to its reset values, then Reset
- * Complete. The host's region and decoder are not touched. */
+/* CXL r3.1 9.7 (CXL reset), in the guest's view only (vdev_reset_apply:
+ * virtual decoders decommitted, the virtual DVSEC back to its reset values),
+ * then Reset Complete. The host's region and decoder are not touched. */
 void vdev_virtual_cxl_reset(struct vcxl_vdev *v)
 {
 	uint32_t b = v->dvsec.base;
 
-	v->pending_cxl_reset = false;
-	vcomp_reset(v, false);
-	vcxl_rf_reset_range(&v->vcfg, b, v->dvsec_len);
+	vdev_reset_apply(v, VDEV_RESET_CXL);
 	vcxl_rf_update32(&v->vcfg, b + CXL_DVSEC_CTRL2,
 			 (uint32_t)(CXL_DVSEC_STATUS2_RESET_DONE | CXL_DVSEC_STATUS2_RESET_ERR)
 			     << 16,
@@ -433,7 +438,7 @@ static int devctl_write(struct vcxl_vdev *v, uint32_t p, unsigned w, uint64_t va
 	}
 	int rc = v->be->ops->cfg_write(v->be->dev, p, w, val);
 	if (!rc && flr && v->flr_capable)
-		rc = vcxl_vdev_reset(v);
+		rc = vdev_reset_apply(v, VDEV_RESET_FLR);
 	return rc;
 }
 

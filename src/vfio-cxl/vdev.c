@@ -5,6 +5,7 @@
  * virtualised reset.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <linux/pci_regs.h>
@@ -476,31 +477,116 @@ void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void
 
 /* ---- Reset ---------------------------------------------------------------- */
 
-/* Every virtual shadow as at open: DVSEC, DOE, decoders (decommitted), RAS. */
-static void vdev_virtual_restore(struct vcxl_vdev *v)
+/*
+ * Reset kind x state: the one place that decides what each reset does to the
+ * device and the guest's virtual view. docs/reset.md is this table with the
+ * reasons; keep both in step.
+ */
+enum vdev_arm {
+	ARM_KEEP,   /* the device's MSI-X entries as they are */
+	ARM_REARM,  /* unmask again every vector the client armed */
+	ARM_DISARM, /* mask every vector (the client's eventfds are gone) */
+};
+
+struct vdev_reset_effect {
+	bool device;   /* the device's function reset (backend FLR); host region checked */
+	bool dvsec;    /* virtual CXL Device DVSEC to reset values (Control, Lock, ...) */
+	bool decoders; /* virtual HDM decoders decommitted, Lock-On-Commit cleared */
+	bool comp;     /* the rest of the virtual component block (RAS) to reset values */
+	bool function; /* the other emulated config registers, the DOE mailbox aborted */
+	enum vdev_arm msix;
+	bool scrub; /* the region's memory zeroed */
+};
+
+static const struct vdev_reset_effect vdev_reset_table[VDEV_RESET_KINDS] = {
+    /* PCIe r6 6.6.2: the function's registers to reset values; CXL r3.1 9.5:
+     * CXL.cache/CXL.mem state (DVSEC, HDM decoders, RAS) is not affected. The
+     * client's eventfds are the VMM's: its vectors stay armed. */
+    [VDEV_RESET_FLR] = {.device = true, .function = true, .msix = ARM_REARM},
+    /* CXL r3.1 9.7: CXL.cache/CXL.mem state (DVSEC, decoders and their locks)
+     * to reset values, sticky RAS status kept; CXL.io (the function) untouched. */
+    [VDEV_RESET_CXL] = {.dvsec = true, .decoders = true},
+    /* VFIO_DEVICE_RESET: the VMM resets the device with the machine, which a
+     * real device sees as a conventional reset (system reset, CXL r3.1 9.3:
+     * everything, the CXL.cache/CXL.mem state included). The VMM sets its IRQs up again. */
+    [VDEV_RESET_VFIO] = {.device = true,
+			 .dvsec = true,
+			 .decoders = true,
+			 .comp = true,
+			 .function = true,
+			 .msix = ARM_REARM},
+    /* vfio-user spec "Client disconnection": the device state is kept for a
+     * client that reconnects; only the client's eventfds go. */
+    [VDEV_RESET_GONE_KEEP] = {.msix = ARM_DISARM},
+    /* A clean device for the next tenant: as a fresh server would offer it. */
+    [VDEV_RESET_GONE_RESET] = {.device = true,
+			       .dvsec = true,
+			       .decoders = true,
+			       .comp = true,
+			       .function = true,
+			       .msix = ARM_DISARM,
+			       .scrub = true},
+};
+
+/* Zero the region's memory: a hole punched in its file (memfd, tmpfs) where
+ * that works, else written over through the mapping. */
+static int vdev_region_scrub(struct vcxl_vdev *v)
 {
-	vcfg_reset(v);
-	vcomp_reset(v, true);
+	const struct vcxl_region *r = v->region;
+	uint8_t *map;
+
+	if (r->fd >= 0 && fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				    (off_t)r->fd_offset, (off_t)r->size) == 0)
+		return 0;
+	map = cxl_region_map(v);
+	if (!map)
+		return -EIO;
+	memset(map, 0, r->size);
+	return 0;
 }
 
-int vcxl_vdev_reset(struct vcxl_vdev *v)
+int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 {
+	const struct vdev_reset_effect *e = &vdev_reset_table[kind];
 	int rc = 0;
 
-	if (v->be->ops->reset)
-		rc = v->be->ops->reset(v->be->dev, VCXL_RESET_FLR);
-	vdev_virtual_restore(v);
-	v->flrs++;
+	if (e->device) {
+		if (v->be->ops->reset)
+			rc = v->be->ops->reset(v->be->dev, VCXL_RESET_FLR);
+		v->flrs++;
+	}
+	if (e->dvsec || e->function)
+		vcfg_reset(v, e->dvsec, e->function);
+	if (e->decoders || e->comp)
+		vcomp_reset(v, e->comp);
+	if (!v->be->ops->set_irq_eventfd) { /* else the kernel owns the table */
+		if (e->msix == ARM_REARM)
+			vbar_msix_rearm(v);
+		else if (e->msix == ARM_DISARM)
+			vbar_msix_disarm_all(v);
+	}
 	/* PCIe FLR leaves CXL.mem state alone [spec]; if a device lost its
 	 * decoder anyway, put the host's region back. */
-	if (vcxl_region_verify(v->region)) {
+	if (e->device && vcxl_region_verify(v->region)) {
 		int r2 = vcxl_region_restore(v->region, NULL, 0);
 		rc = rc ? rc : r2;
 		v->region_restores += !r2;
 	}
-	/* a device that forgot its confinement in the reset gets it back */
-	int r3 = vdev_confine(v, NULL, 0);
-	return rc ? rc : r3;
+	if (e->device) {
+		/* a device that forgot its confinement in the reset gets it back */
+		int r3 = vdev_confine(v, NULL, 0);
+		rc = rc ? rc : r3;
+	}
+	if (e->scrub) {
+		int r2 = vdev_region_scrub(v);
+		rc = rc ? rc : r2;
+	}
+	return rc;
+}
+
+int vcxl_vdev_reset(struct vcxl_vdev *v)
+{
+	return vdev_reset_apply(v, VDEV_RESET_VFIO);
 }
 
 void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)
@@ -509,12 +595,10 @@ void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)
 	st->region_restores = v->region_restores;
 }
 
-/* The client's eventfds are gone: every device MSI-X entry back to masked. */
-void vcxl_vdev_client_gone(struct vcxl_vdev *v)
+int vcxl_vdev_client_gone(struct vcxl_vdev *v, enum vcxl_on_disconnect policy)
 {
-	for (unsigned n = 0; !v->be->ops->set_irq_eventfd && n < v->msix_nvec; n++)
-		vbar_msix_arm(v, n, false);
-	vdev_virtual_restore(v);
+	return vdev_reset_apply(v, policy == VCXL_ON_DISCONNECT_KEEP ? VDEV_RESET_GONE_KEEP
+								     : VDEV_RESET_GONE_RESET);
 }
 
 /* The vdev has no timers of its own: virtual resets and commits complete

@@ -20,8 +20,8 @@
  *   RO      reads from the device, writes dropped (host-owned: Register
  *           Locator, extended capability and DVSEC headers)
  *   EMUL    the virtual config register file (CXL Device DVSEC, virtual DOE)
- *   DEVCTL  to the device, but Initiate FLR is taken out and performed as a
- *           virtual device reset (vcxl_vdev_reset)
+ *   DEVCTL  to the device, but Initiate FLR is taken out and performed as
+ *           the vdev's FLR (vdev_reset_apply(VDEV_RESET_FLR))
  */
 enum vcfg_route {
 	VCFG_PASS = 0,
@@ -36,6 +36,7 @@ enum vcfg_route {
  * (at most VCXL_BAR_MAX_AREAS + 1) fit with room to spare; a BAR that would
  * need more is not mmappable at all (vbar_build says so), never truncated. */
 #define VBAR_MAX_HOLES 16
+#define VBAR_MSIX_MAX 2048 /* PCI 3.0 6.8.2.3: Table Size is 11 bits */
 
 struct vcxl_vbar {
 	struct vcxl_bar_info bi;
@@ -72,6 +73,7 @@ struct vcxl_vdev {
 	/* the device's MSI-X table and PBA: host-owned, as vfio-pci keeps them */
 	unsigned msix_bar, pba_bar, msix_nvec;
 	uint64_t msix_table_off, msix_table_len, pba_off, pba_len;
+	uint64_t msix_armed[VBAR_MSIX_MAX / 64]; /* vectors the client armed */
 	bool flr_capable;
 	bool pending_cxl_reset;
 
@@ -104,10 +106,22 @@ int vcfg_build(struct vcxl_vdev *v, char *err, size_t errlen);
 void vcfg_fini(struct vcxl_vdev *v);
 int vcfg_read(struct vcxl_vdev *v, uint64_t off, void *buf, size_t len);
 int vcfg_write(struct vcxl_vdev *v, uint64_t off, const void *buf, size_t len);
-/* Restore every virtual config shadow (DVSEC, DOE) as at open. */
-void vcfg_reset(struct vcxl_vdev *v);
+/* The virtual config shadows to reset values: the CXL Device DVSEC (dvsec)
+ * and/or everything else emulated, the DOE mailbox included (function). */
+void vcfg_reset(struct vcxl_vdev *v, bool dvsec, bool function);
 /* CXL r3.1 9.7: a virtual CXL reset (guest wrote Initiate CXL Reset). */
 void vdev_virtual_cxl_reset(struct vcxl_vdev *v);
+
+/* vdev.c: every reset goes through the table in vdev.c (docs/reset.md) */
+enum vdev_reset {
+	VDEV_RESET_FLR,	       /* guest's Initiate FLR */
+	VDEV_RESET_CXL,	       /* guest's Initiate CXL Reset */
+	VDEV_RESET_VFIO,       /* VFIO_DEVICE_RESET / vfio-user DEVICE_RESET */
+	VDEV_RESET_GONE_KEEP,  /* client disconnected, --on-disconnect keep */
+	VDEV_RESET_GONE_RESET, /* client disconnected, --on-disconnect reset */
+	VDEV_RESET_KINDS,
+};
+int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind);
 
 /* vcomp.c */
 int vcomp_build(struct vcxl_vdev *v, char *err, size_t errlen);
@@ -120,5 +134,10 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen);
 int vbar_region_info(struct vcxl_vdev *v, unsigned bar, struct vcxl_vregion_info *ri);
 int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *buf, size_t len);
 int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed);
+/* After a device reset masked the device's table: unmask again every vector
+ * the client armed (its eventfds are the VMM's, untouched by the reset). */
+void vbar_msix_rearm(struct vcxl_vdev *v);
+/* Every vector masked (the client's eventfds are gone). */
+void vbar_msix_disarm_all(struct vcxl_vdev *v);
 
 #endif /* VCXL_VDEV_PRIV_H */

@@ -6,7 +6,9 @@
  * messages each answered with its errno while the server keeps serving,
  * unrecoverable streams closed, pipelined requests (more than one batch in
  * one write) all answered on two devices at once, eventfds checked and never
- * blocking the server, and a clean SIGTERM exit.
+ * blocking the server, --on-disconnect reset (no byte of one tenant for the
+ * next) and keep (all of it for a reconnecting client), and a clean SIGTERM
+ * exit.
  */
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -395,6 +397,108 @@ static void test_eventfds(struct harness *h)
 	close(efd);
 }
 
+/* One tenant's session on a device: write a pattern into the CXL region,
+ * through the mapping the server passes and through REGION_WRITE. */
+#define TENANT_SPAN (1u << 20)
+static int tenant_write(const char *sock, uint8_t pattern)
+{
+	struct vcxl_client *c;
+	struct vcxl_client_info info;
+	struct vcxl_client_region ri;
+	uint8_t *buf = malloc(TENANT_SPAN), *map;
+	int rc = -EIO;
+
+	if (!buf || vcxl_client_connect(sock, &c)) {
+		free(buf);
+		return -EIO;
+	}
+	memset(buf, pattern, TENANT_SPAN);
+	if (vcxl_client_get_info(c, &info) ||
+	    vcxl_client_region_info(c, info.cxl.region_index, &ri))
+		goto out;
+	map = ri.fd >= 0
+		  ? mmap(NULL, ri.size, PROT_READ | PROT_WRITE, MAP_SHARED, ri.fd, (off_t)ri.offset)
+		  : MAP_FAILED;
+	if (map == MAP_FAILED)
+		goto out;
+	memcpy(map, buf, TENANT_SPAN);			       /* the first MiB by mmap */
+	memcpy(map + ri.size - TENANT_SPAN, buf, TENANT_SPAN); /* and the last */
+	munmap(map, ri.size);
+	rc = 0;
+	for (uint64_t off = TENANT_SPAN; off < 2 * TENANT_SPAN && !rc; off += 65536)
+		rc = vcxl_client_region_write(c, info.cxl.region_index, off, buf, 65536);
+out:
+	if (ri.fd >= 0)
+		close(ri.fd);
+	vcxl_client_close(c);
+	free(buf);
+	return rc;
+}
+
+/* The next tenant: bytes of the three written MiB equal to pattern, or -1. */
+static long tenant_count(const char *sock, uint8_t pattern)
+{
+	struct vcxl_client *c;
+	struct vcxl_client_info info;
+	struct vcxl_client_region ri;
+	uint8_t *buf = malloc(65536);
+	long n = 0;
+
+	if (!buf || vcxl_client_connect(sock, &c)) {
+		free(buf);
+		return -1;
+	}
+	if (vcxl_client_get_info(c, &info) ||
+	    vcxl_client_region_info(c, info.cxl.region_index, &ri)) {
+		n = -1;
+		goto out;
+	}
+	if (ri.fd >= 0)
+		close(ri.fd);
+	for (int part = 0; part < 3 && n >= 0; part++) {
+		uint64_t base = part == 2 ? ri.size - TENANT_SPAN : (uint64_t)part * TENANT_SPAN;
+
+		for (uint64_t off = 0; off < TENANT_SPAN; off += 65536) {
+			if (vcxl_client_region_read(c, info.cxl.region_index, base + off, buf,
+						    65536)) {
+				n = -1;
+				break;
+			}
+			for (unsigned i = 0; i < 65536; i++)
+				n += buf[i] == pattern;
+		}
+	}
+out:
+	vcxl_client_close(c);
+	free(buf);
+	return n;
+}
+
+/* --on-disconnect: reset (this server's default) gives the next client no
+ * byte of the last one's; keep (a second server) hands it everything. */
+static void test_on_disconnect(struct harness *h, int argc, char **argv)
+{
+	char s1[160];
+	struct harness k = {.cli = h->cli};
+	const char *keep[] = {"--on-disconnect", "keep", NULL};
+
+	h_dev_sock(h, 1, s1, sizeof(s1));
+	is(tenant_write(s1, 0x5a), 0, "reset: tenant A writes 3 MiB (mmap and REGION_WRITE)");
+	is(tenant_count(s1, 0x5a), 0, "reset: tenant B reads no byte tenant A wrote");
+	is(h_log_count(h, "reset for the next client failed"), 0, "reset: no failure logged");
+
+	if (!ok(h_start(&k, h_server_bin(argc, argv), -1, keep) == 0,
+		"vcxl-server --on-disconnect keep started")) {
+		h_cleanup(&k);
+		return;
+	}
+	is(tenant_write(k.sock, 0xa5), 0, "keep: the client writes 3 MiB");
+	is(tenant_count(k.sock, 0xa5), 3 * TENANT_SPAN,
+	   "keep: reconnected, it reads all of it back");
+	is(h_stop(&k), 0, "keep: server exits 0");
+	h_cleanup(&k);
+}
+
 int main(int argc, char **argv)
 {
 	struct harness h = {.cli = h_cli_bin(argc, argv)};
@@ -415,6 +519,7 @@ int main(int argc, char **argv)
 	test_malformed(&h);
 	test_pipelining(&h);
 	test_eventfds(&h);
+	test_on_disconnect(&h, argc, argv);
 	is(h_stop(&h), 0, "SIGTERM: exit 0");
 	ok(access(s0, F_OK) != 0 && access(s1, F_OK) != 0, "both sockets removed");
 	if (tap_failed)

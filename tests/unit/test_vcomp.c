@@ -199,7 +199,7 @@ static void test_commit_policy(void)
 	decommit(&e, 1);
 	ok(hr(&e, CXL_HDM_DEC_CTRL(1)) & CXL_HDM_DEC_CTRL_COMMITTED,
 	   "cannot decommit a locked decoder");
-	vcxl_vdev_client_gone(e.v);
+	vcxl_vdev_client_gone(e.v, VCXL_ON_DISCONNECT_RESET);
 	is(hr(&e, CXL_HDM_DEC_CTRL(1)), 0, "reset unlocks and decommits");
 	is(hr(&e, CXL_HDM_GLOBAL_CTRL), 0, "and clears HDM Decoder Enable");
 	env_fini(&e);

@@ -520,7 +520,8 @@ static void test_reset(void)
 	vcxl_vdev_region_read(e.v, 9, 4096, buf, 8);
 	ok(memcmp(buf, "keep me", 8) == 0, "region data preserved across reset");
 
-	/* FLR through the guest's config space is the same reset */
+	/* FLR through the guest's config space: a function reset that leaves
+	 * CXL.cache/CXL.mem state alone (CXL r3.1 9.5) */
 	uint32_t pcie = 0;
 	for (uint32_t p = gcfg(e.v, PCI_CAPABILITY_LIST, 1); p; p = gcfg(e.v, p + 1, 1))
 		if (gcfg(e.v, p, 1) == PCI_CAP_ID_EXP) {
@@ -530,15 +531,29 @@ static void test_reset(void)
 	ok(pcie, "PCIe capability at 0x%x", pcie);
 	if (pcie && (gcfg(e.v, pcie + PCI_EXP_DEVCAP, 4) & PCI_EXP_DEVCAP_FLR)) {
 		guest_commit(e.v, r->size);
+		gcfg_w(e.v, dv + CXL_DVSEC_LOCK, 2, CXL_DVSEC_LOCK_CONFIG);
 		resets = e.w.resets;
 		uint16_t devctl = (uint16_t)gcfg(e.v, pcie + PCI_EXP_DEVCTL, 2);
 		is(gcfg_w(e.v, pcie + PCI_EXP_DEVCTL, 2, devctl | PCI_EXP_DEVCTL_BCR_FLR), 0,
 		   "guest writes Initiate FLR");
 		is(e.w.resets, resets + 1, "intercepted: one backend FLR");
-		ok(!guest_committed(e.v), "virtual decoders reset by the guest's FLR");
+		ok(guest_committed(e.v), "FLR keeps the committed virtual decoder (CXL r3.1 9.5)");
+		is(gcfg(e.v, dv + CXL_DVSEC_CTRL, 2) & CXL_DVSEC_CTRL_MEM_EN, CXL_DVSEC_CTRL_MEM_EN,
+		   "FLR keeps the virtual Mem_Enable");
+		is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), CXL_DVSEC_LOCK_CONFIG,
+		   "FLR keeps the virtual CONFIG_LOCK");
 		is(vcxl_region_verify(r), 0, "host region intact");
 		is(gcfg(e.v, pcie + PCI_EXP_DEVCTL, 2) & PCI_EXP_DEVCTL_BCR_FLR, 0,
 		   "FLR bit reads 0");
+		/* CXL Reset clears what FLR keeps (CXL r3.1 9.7) */
+		resets = e.w.resets;
+		gcfg_w(e.v, dv + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_INIT_RESET);
+		ok(!guest_committed(e.v), "CXL Reset decommits the virtual decoder");
+		is(gcfg(e.v, dv + CXL_DVSEC_CTRL, 2) & CXL_DVSEC_CTRL_MEM_EN, 0,
+		   "CXL Reset clears the virtual Mem_Enable");
+		is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), 0,
+		   "CXL Reset clears the virtual CONFIG_LOCK");
+		is(e.w.resets, resets, "CXL Reset is virtual: no device reset");
 	} else {
 		ok(1, "# skip: device without FLR capability");
 	}
@@ -563,13 +578,20 @@ static void test_reset(void)
 	vcxl_vdev_get_stats(e.v, &st0);
 	is(st0.region_restores, st1.region_restores, "stats: nothing to restore");
 
+	/* client disconnect, --on-disconnect keep: everything as it was left */
 	guest_commit(e.v, r->size);
 	resets = e.w.resets;
-	vcxl_vdev_client_gone(e.v);
-	is(e.w.resets, resets, "client gone: no device reset");
-	ok(!guest_committed(e.v), "client gone: virtual view reset");
+	is(vcxl_vdev_client_gone(e.v, VCXL_ON_DISCONNECT_KEEP), 0, "client gone (keep)");
+	is(e.w.resets, resets, "keep: no device reset");
+	ok(guest_committed(e.v), "keep: the virtual decoder stays committed");
 	vcxl_vdev_region_read(e.v, 9, 4096, buf, 8);
-	ok(memcmp(buf, "keep me", 8) == 0, "client gone: data kept");
+	ok(memcmp(buf, "keep me", 8) == 0, "keep: data kept");
+	/* --on-disconnect reset: a clean device for the next tenant */
+	is(vcxl_vdev_client_gone(e.v, VCXL_ON_DISCONNECT_RESET), 0, "client gone (reset)");
+	is(e.w.resets, resets + 1, "reset: one device reset");
+	ok(!guest_committed(e.v), "reset: virtual view as at open");
+	vcxl_vdev_region_read(e.v, 9, 4096, buf, 8);
+	ok(!memcmp(buf, "\0\0\0\0\0\0\0\0", 8), "reset: region memory scrubbed");
 	is(vcxl_region_verify(r), 0, "client gone: host region intact");
 	env_fini(&e);
 }

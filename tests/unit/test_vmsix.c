@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* The device's MSI-X table is host-owned: guest writes dropped, vectors armed by the host. */
+/* The device's MSI-X table is host-owned: guest writes dropped, vectors armed by the host
+ * (again after a config-space FLR). */
 #include <linux/pci_regs.h>
 #include <string.h>
 
@@ -76,8 +77,29 @@ int main(void)
 	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, VCXL_MODEL_MSIX_VECTORS, true) != 0,
 	   "arming a vector beyond the table is refused");
 	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_INTX_IRQ_INDEX, 0, true) != 0, "INTx cannot be armed");
+	/* a config-space FLR masks the device's table; the client's eventfd (VMM
+	 * state) is still there, so the vector must work after MSI-X re-enable */
+	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, true) == 0, "host arms vector 1 again");
+	uint32_t pcie = 0;
+	cap = gcfg(v, PCI_CAPABILITY_LIST, 1);
+	for (int i = 0; cap && i < 48; i++, cap = gcfg(v, cap + 1, 1))
+		if (gcfg(v, cap, 1) == PCI_CAP_ID_EXP) {
+			pcie = cap;
+			break;
+		}
+	ok(pcie != 0, "guest finds the PCIe capability");
+	gcfg_w(v, pcie + PCI_EXP_DEVCTL, 2,
+	       gcfg(v, pcie + PCI_EXP_DEVCTL, 2) | PCI_EXP_DEVCTL_BCR_FLR);
+	is(gcfg(v, msix + PCI_MSIX_FLAGS, 2) & PCI_MSIX_FLAGS_ENABLE, 0, "FLR disabled MSI-X");
+	gcfg_w(v, msix + PCI_MSIX_FLAGS, 2, PCI_MSIX_FLAGS_ENABLE);
+	ok(!(dev_vctrl(be, 1) & PCI_MSIX_ENTRY_CTRL_MASKBIT), "vector 1 armed again after the FLR");
+	unsigned before = log.count;
+	run_fill_job(v, 1);
+	is(log.count, before + 1, "the job interrupt fires after FLR + MSI-X re-enable");
+	vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, false);
+
 	vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 2, true);
-	vcxl_vdev_client_gone(v);
+	vcxl_vdev_client_gone(v, VCXL_ON_DISCONNECT_RESET);
 	ok(dev_vctrl(be, 2) & PCI_MSIX_ENTRY_CTRL_MASKBIT, "client gone masks every vector");
 
 	vcxl_vdev_destroy(v);

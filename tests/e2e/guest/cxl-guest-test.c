@@ -857,12 +857,16 @@ static void step_msix(struct dev *d)
 	cfg_write(d, mctl, 2, cfg_read(d, mctl, 2) & ~PCI_MSIX_FLAGS_ENABLE);
 }
 
-/* Function reset through the kernel (sysfs `reset`): the virtual decoder must
- * come back decommitted with HDM decode disabled (CXL r3.1 8.2.4.20.12) */
+/* Function reset through the kernel (sysfs `reset`, its first reset_method).
+ * An FLR leaves CXL.cache/CXL.mem state alone (CXL r3.1 9.5): the decoder and
+ * the DVSEC Control stay as they were. Any other method reaches vcxl as
+ * VFIO_DEVICE_RESET (a conventional reset): the virtual decoder comes back
+ * decommitted with HDM decode disabled (CXL r3.1 8.2.4.20.12). */
 static void step_reset(struct dev *d)
 {
 	char path[PATH_LEN], method[128] = "?";
-	uint32_t ctrl, g;
+	uint32_t ctrl, g, ctrl0, dvctl0, dvctl;
+	bool flr;
 	int fd;
 	ssize_t n;
 
@@ -873,6 +877,9 @@ static void step_reset(struct dev *d)
 		method[n > 0 ? n - 1 : 0] = 0;
 		close(fd);
 	}
+	flr = !strncmp(method, "flr", 3) && (method[3] == 0 || method[3] == ' ');
+	ctrl0 = hdm_read(d, CXL_HDM_DEC_CTRL(0));
+	dvctl0 = cfg_read(d, d->dvsec_dev + CXL_DVSEC_CTRL, 2);
 	snprintf(path, sizeof(path), SYSFS_PCI "/%s/reset", d->bdf);
 	fd = open(path, O_WRONLY);
 	if (fd < 0) {
@@ -887,10 +894,17 @@ static void step_reset(struct dev *d)
 	}
 	ctrl = hdm_read(d, CXL_HDM_DEC_CTRL(0));
 	g = hdm_read(d, CXL_HDM_GLOBAL_CTRL);
-	step("reset", !(ctrl & (CXL_HDM_DEC_CTRL_COMMITTED | CXL_HDM_DEC_CTRL_COMMIT)),
-	     "reset_method '%s'; after reset decoder 0 ctrl 0x%08x (want not committed), "
-	     "global ctrl 0x%08x, DVSEC control 0x%04x",
-	     method, ctrl, g, cfg_read(d, d->dvsec_dev + CXL_DVSEC_CTRL, 2));
+	dvctl = cfg_read(d, d->dvsec_dev + CXL_DVSEC_CTRL, 2);
+	if (flr)
+		step("reset", ctrl == ctrl0 && dvctl == dvctl0,
+		     "reset_method '%s' (FLR): decoder 0 ctrl 0x%08x (was 0x%08x), DVSEC control "
+		     "0x%04x (was 0x%04x), global ctrl 0x%08x: want both kept",
+		     method, ctrl, ctrl0, dvctl, dvctl0, g);
+	else
+		step("reset", !(ctrl & (CXL_HDM_DEC_CTRL_COMMITTED | CXL_HDM_DEC_CTRL_COMMIT)),
+		     "reset_method '%s'; after reset decoder 0 ctrl 0x%08x (want not committed), "
+		     "global ctrl 0x%08x, DVSEC control 0x%04x",
+		     method, ctrl, g, dvctl);
 }
 
 /* ---- optional: the device under vfio-pci in the guest (needs intel_iommu=on) ---- */
