@@ -9,7 +9,8 @@
 #   iommu  q35 + intel-iommu; the guest also binds vcxl to vfio-pci (MSI-X eventfd, DMA via IOMMU)
 # In the guest, /init runs tests/e2e/guest/cxl-guest-test (one "STEP" line per step).
 # On the host it checks every STEP, the device memory the guest's job-engine FILL wrote
-# (in the server's --backing file), the server log (no "protocol error", host decoder
+# (in the server's --backing file; zeroed after the guest left where the boot runs the
+# default --on-disconnect reset), the server log (no "protocol error", host decoder
 # untouched) and that no process or socket is left. Output is TAP.
 #
 # Environment:
@@ -138,6 +139,14 @@ sys.exit(1 if bad or len(data) != ln else 0)
 EOF
 }
 
+# --on-disconnect per boot: plain keeps the device state (the host then reads
+# the guest's FILL from device memory and the next client sees the decoders
+# the guest left), the others use the default reset (device memory zeroed and
+# decoders decommitted for the next client). docs/reset.md.
+on_disconnect() { # on_disconnect NAME
+	if [ "$1" = plain ]; then echo keep; else echo reset; fi
+}
+
 run_boot() { # run_boot NAME
 	local name=$1 sock mem con slog cmdlog append rc t_start t_end args=() qargs
 	TMP=$(mktemp -d /tmp/vcxl-e2e.XXXXXX)
@@ -154,6 +163,7 @@ run_boot() { # run_boot NAME
 		truncate -s "$MEM_SIZE" "$mem"
 		# shellcheck disable=SC2086
 		"$SERVER" --socket "$sock" --mem-size 256M --decoders 2 --backing "$mem" \
+			--on-disconnect "$(on_disconnect "$name")" \
 			--log-level debug ${VCXL_E2E_SERVER_ARGS:-} > "$slog" 2>&1 &
 		SPID=$!
 		ALL_PIDS="$ALL_PIDS $SPID"
@@ -256,7 +266,15 @@ check_host() { # check_host NAME CONSOLE SERVERLOG MEMFILE
 		dpa=$(echo "$hc" | sed -n 's/.*dpa=\([^ ]*\).*/\1/p')
 		len=$(echo "$hc" | sed -n 's/.*len=\([^ ]*\).*/\1/p')
 		pat=$(echo "$hc" | sed -n 's/.*pattern=\([^ ]*\).*/\1/p')
-		if check_fill "$mem" "$dpa" "$len" "$pat" > "$TMP/fill.out" 2>&1; then
+		if [ "$(on_disconnect "$name")" = reset ]; then
+			# the guest's client is gone: its data must be too
+			if check_fill "$mem" "$dpa" "$len" 0 > "$TMP/fill.out" 2>&1; then
+				tap OK "$name: guest's FILL zeroed after it left, --on-disconnect reset ($(cat "$TMP/fill.out"))"
+			else
+				tap FAIL "$name: guest's FILL zeroed after it left, --on-disconnect reset"
+				diag < "$TMP/fill.out"
+			fi
+		elif check_fill "$mem" "$dpa" "$len" "$pat" > "$TMP/fill.out" 2>&1; then
 			tap OK "$name: host sees the guest's FILL in device memory ($(cat "$TMP/fill.out"))"
 		else
 			tap FAIL "$name: host sees the guest's FILL in device memory"
@@ -321,7 +339,15 @@ check_cli() { # check_cli NAME SOCK
 		tap FAIL "$name: CXL capability unchanged by the guest"
 		printf 'before: %s\nafter:  %s\n' "$before" "$after" | diag
 	fi
-	if "$CLI" hdm "$sock" > "$LOGDIR/$name.hdm-after.log" 2>&1 &&
+	if [ "$(on_disconnect "$name")" = keep ]; then
+		# the guest ends with decoder 0 committed (its FLR step keeps it)
+		if "$CLI" hdm "$sock" > "$LOGDIR/$name.hdm-after.log" 2>&1 &&
+			grep -q 'Committed+' "$LOGDIR/$name.hdm-after.log"; then
+			tap OK "$name: next client sees the decoder the guest left committed (--on-disconnect keep)"
+		else
+			tap FAIL "$name: next client sees the decoder the guest left committed (--on-disconnect keep)"
+		fi
+	elif "$CLI" hdm "$sock" > "$LOGDIR/$name.hdm-after.log" 2>&1 &&
 		! grep -q 'Committed+' "$LOGDIR/$name.hdm-after.log"; then
 		tap OK "$name: next client sees the virtual decoders reset"
 	else
