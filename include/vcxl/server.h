@@ -219,8 +219,14 @@ struct vcxl_conn_cfg {
 	unsigned max_batch;
 };
 
+/* Counters of one connection (the control socket reports them). */
+#define VCXL_STATS_CMDS	  32  /* messages by vfio-user command, 0..31 */
+#define VCXL_STATS_ERRNOS 134 /* error replies by errno, 1..133 (0: other) */
 struct vcxl_conn_stats {
 	uint64_t msgs, errors, proto_errors, dma_msgs, irqs;
+	uint64_t by_cmd[VCXL_STATS_CMDS];
+	uint64_t by_errno[VCXL_STATS_ERRNOS];
+	uint64_t dma_bytes;
 };
 
 /* Bind a connected client to a device. Installs DMA ops and the IRQ handler
@@ -261,6 +267,24 @@ int vcxl_loop_run(struct vcxl_loop *l);
 void vcxl_loop_on_sigusr1(struct vcxl_loop *l, void (*fn)(void *opaque), void *opaque);
 void vcxl_loop_stop(struct vcxl_loop *l);
 void vcxl_loop_destroy(struct vcxl_loop *l);
+/* Watch another fd (the control socket): fn(opaque, epoll events) when
+ * ready. 0 or -errno. vcxl_loop_unwatch before closing fd. */
+int vcxl_loop_watch(struct vcxl_loop *l, int fd, uint32_t events,
+		    void (*fn)(void *opaque, uint32_t events), void *opaque);
+void vcxl_loop_unwatch(struct vcxl_loop *l, int fd);
+/* What the loop knows of device i (for the control socket). */
+struct vcxl_loop_dev_info {
+	const char *path;
+	const char *name;
+	unsigned clients; /* accepted so far */
+	bool connected;
+	int pid, uid, gid;	   /* the client's SO_PEERCRED; -1 if unknown */
+	int64_t since_ms;	   /* CLOCK_MONOTONIC ms at accept */
+	struct vcxl_conn_stats st; /* of the current connection */
+};
+unsigned vcxl_loop_devices(const struct vcxl_loop *l);
+/* 0, or -ENOENT if there is no device i. */
+int vcxl_loop_device_info(const struct vcxl_loop *l, unsigned i, struct vcxl_loop_dev_info *info);
 
 /* Size with K/M/G/T suffix (powers of 1024): 0 or -EINVAL. */
 int vcxl_parse_size(const char *s, uint64_t *out);

@@ -154,6 +154,7 @@ static int conn_dma_rw(struct vcxl_conn *c, uint64_t iova, uint8_t *buf, size_t 
 				done += n;
 			}
 		}
+		c->st.dma_bytes += chunk;
 		iova += chunk;
 		buf += chunk;
 		len -= chunk;

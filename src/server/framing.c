@@ -152,6 +152,7 @@ void conn_send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply
 		h.flags |= VFIO_USER_F_ERROR;
 		h.error = (uint32_t)r->err;
 		c->st.errors++;
+		c->st.by_errno[r->err > 0 && r->err < VCXL_STATS_ERRNOS ? r->err : 0]++;
 		conn_send(c, iov, 1, -1);
 		return;
 	}

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vcxl/server.h"
@@ -21,11 +23,22 @@ enum tag_kind {
 	TAG_SIGNAL,
 	TAG_LISTEN,
 	TAG_CONN,
+	TAG_WATCH,
 };
 
 struct loop_tag {
 	enum tag_kind kind;
 	struct loop_dev *d;
+	struct loop_watch *w;
+};
+
+/* Another fd the loop watches (vcxl_loop_watch: the control socket). */
+struct loop_watch {
+	int fd;
+	void (*fn)(void *opaque, uint32_t events);
+	void *opaque;
+	struct loop_tag tag;
+	struct loop_watch *next;
 };
 
 struct loop_dev {
@@ -39,6 +52,8 @@ struct loop_dev {
 	struct vcxl_conn *conn;
 	struct loop_tag ltag, ctag;
 	unsigned clients;
+	int pid, uid, gid; /* the client's SO_PEERCRED */
+	int64_t since_ms;
 };
 
 struct vcxl_loop {
@@ -49,6 +64,7 @@ struct vcxl_loop {
 	struct loop_tag stag;
 	void (*on_usr1)(void *opaque); /* fault injection (surprise removal) */
 	void *usr1_opaque;
+	struct loop_watch *watches, *dead_watches;
 };
 
 void vcxl_loop_on_sigusr1(struct vcxl_loop *l, void (*fn)(void *opaque), void *opaque)
@@ -157,6 +173,23 @@ static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
 		vcxl_log(VCXL_LOG_WARN, "%s: connection closed: %s", d->name, strerror(-why));
 }
 
+/* Who connected (SO_PEERCRED) and when, for the control socket. */
+static void loop_peer(struct loop_dev *d, int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	struct timespec ts;
+
+	d->pid = d->uid = d->gid = -1;
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) && len == sizeof(uc)) {
+		d->pid = (int)uc.pid;
+		d->uid = (int)uc.uid;
+		d->gid = (int)uc.gid;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	d->since_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 {
 	int fd;
@@ -185,6 +218,7 @@ static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 	}
 	loop_listen_pause(l, d, true);
 	d->clients++;
+	loop_peer(d, fd);
 	vcxl_log(VCXL_LOG_INFO, "%s: client connected", d->name);
 }
 
@@ -279,6 +313,16 @@ static void loop_signal_event(struct vcxl_loop *l)
 	}
 }
 
+static void loop_free_dead_watches(struct vcxl_loop *l)
+{
+	while (l->dead_watches) {
+		struct loop_watch *w = l->dead_watches;
+
+		l->dead_watches = w->next;
+		free(w);
+	}
+}
+
 int vcxl_loop_run(struct vcxl_loop *l)
 {
 	struct epoll_event evs[LOOP_MAX_EVENTS];
@@ -298,6 +342,7 @@ int vcxl_loop_run(struct vcxl_loop *l)
 				continue;
 			return -errno;
 		}
+		loop_free_dead_watches(l);
 		for (int i = 0; i < n && !l->stop; i++) {
 			struct loop_tag *t = evs[i].data.ptr;
 
@@ -311,8 +356,78 @@ int vcxl_loop_run(struct vcxl_loop *l)
 			case TAG_CONN:
 				loop_conn_event(l, t->d, evs[i].events);
 				break;
+			case TAG_WATCH:
+				if (t->w->fn)
+					t->w->fn(t->w->opaque, evs[i].events);
+				break;
 			}
 		}
+	}
+	return 0;
+}
+
+int vcxl_loop_watch(struct vcxl_loop *l, int fd, uint32_t events,
+		    void (*fn)(void *opaque, uint32_t events), void *opaque)
+{
+	struct loop_watch *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	*w = (struct loop_watch){.fd = fd, .fn = fn, .opaque = opaque, .next = l->watches};
+	w->tag = (struct loop_tag){.kind = TAG_WATCH, .w = w};
+	rc = loop_ctl(l, EPOLL_CTL_ADD, fd, events, &w->tag);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	l->watches = w;
+	return 0;
+}
+
+/* Unwatching from inside a callback is safe for other fds: events of this
+ * epoll_wait batch for an unwatched fd are not delivered (the tag stays
+ * valid until the batch ends). */
+void vcxl_loop_unwatch(struct vcxl_loop *l, int fd)
+{
+	for (struct loop_watch **p = &l->watches; *p; p = &(*p)->next) {
+		struct loop_watch *w = *p;
+
+		if (w->fd != fd)
+			continue;
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+		*p = w->next;
+		w->next = l->dead_watches;
+		l->dead_watches = w;
+		w->fn = NULL;
+		return;
+	}
+}
+
+unsigned vcxl_loop_devices(const struct vcxl_loop *l)
+{
+	return l->n;
+}
+
+int vcxl_loop_device_info(const struct vcxl_loop *l, unsigned i, struct vcxl_loop_dev_info *info)
+{
+	const struct loop_dev *d;
+
+	if (i >= l->n)
+		return -ENOENT;
+	d = l->devs[i];
+	memset(info, 0, sizeof(*info));
+	info->path = d->path;
+	info->name = d->name;
+	info->clients = d->clients;
+	info->connected = d->conn != NULL;
+	info->pid = info->uid = info->gid = -1;
+	if (d->conn) {
+		info->pid = d->pid;
+		info->uid = d->uid;
+		info->gid = d->gid;
+		info->since_ms = d->since_ms;
+		vcxl_conn_get_stats(d->conn, &info->st);
 	}
 	return 0;
 }
@@ -337,6 +452,13 @@ void vcxl_loop_destroy(struct vcxl_loop *l)
 		free(d);
 	}
 	free(l->devs);
+	while (l->watches) {
+		struct loop_watch *w = l->watches;
+
+		l->watches = w->next;
+		free(w);
+	}
+	loop_free_dead_watches(l);
 	if (l->sfd >= 0)
 		close(l->sfd);
 	close(l->epfd);

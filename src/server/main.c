@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "control.h"
 #include "vcxl/host_cxl.h"
 #include "vcxl/hw_vfio.h"
 #include "vcxl/model.h"
@@ -36,12 +37,13 @@ struct opts {
 	const char *backing;
 	enum vcxl_log_level log_level;
 	enum vcxl_model_kind kind;
-	bool vfio;		  /* --backend vfio: a real device bound to vfio-pci */
-	const char *bdf;	  /* --device */
-	enum vcxl_hw_iommu iommu; /* --iommu */
-	const char *region_dax;	  /* --region-dax */
-	bool trust_client;	  /* --trust-client */
+	bool vfio;			       /* --backend vfio: a real device bound to vfio-pci */
+	const char *bdf;		       /* --device */
+	enum vcxl_hw_iommu iommu;	       /* --iommu */
+	const char *region_dax;		       /* --region-dax */
+	bool trust_client;		       /* --trust-client */
 	enum vcxl_on_disconnect on_disconnect; /* --on-disconnect */
+	const char *control;		       /* --control (NULL: SOCKET.ctl; "none": off) */
 };
 
 static void usage(FILE *f)
@@ -95,6 +97,8 @@ static void usage(FILE *f)
 		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
 		"                           client messages are logged at warn as\n"
 		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
+		"  -K, --control PATH       JSON control socket (default SOCKET.ctl, next to the\n"
+		"                           device sockets; none: off): vcxl status reads it\n"
 		"  -C, --config FILE        options from FILE, one per line without the dashes\n"
 		"                           (\"mem-size = 1G\"); the command line's win\n"
 		"  -V, --version            print the version and exit\n"
@@ -146,6 +150,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"config", required_argument, NULL, 'C'},
+	    {"control", required_argument, NULL, 'K'},
 	    {"model", required_argument, NULL, 'M'},
 	    {"backend", required_argument, NULL, 'B'},
 	    {"device", required_argument, NULL, 'D'},
@@ -158,8 +163,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	int ch;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":s:m:r:d:g:c:fb:n:l:hVC:M:B:D:I:X:O:", lopts, NULL)) !=
-	       -1) {
+	while ((ch = getopt_long(argc, argv, ":s:m:r:d:g:c:fb:n:l:hVC:K:M:B:D:I:X:O:", lopts,
+				 NULL)) != -1) {
 		switch (ch) {
 		case 'B':
 			if (!strcmp(optarg, "model"))
@@ -259,6 +264,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			exit(0);
 		case 'C':
 			break; /* expanded before parsing (config.c) */
+		case 'K':
+			o->control = optarg;
+			break;
 		default:
 			/* one line, not the usage text (getopt's own message is off) */
 			if (ch == ':')
@@ -304,6 +312,12 @@ struct served {
 	struct vcxl_sdev sdev;
 	char path[PATH_MAX], backing[PATH_MAX];
 	unsigned index;
+	const struct opts *o;
+	/* the guest's committed virtual decoders, for the control socket */
+	struct {
+		bool on;
+		uint64_t gpa, size, region_off;
+	} gdec[CXL_HDM_MAX_DECODERS_DEVICE];
 };
 
 /* The guest committed or decommitted one of its virtual HDM decoders: log the
@@ -311,8 +325,14 @@ struct served {
 static void log_guest_decoder(void *opaque, unsigned n, bool committed, uint64_t gpa, uint64_t size,
 			      uint64_t region_off)
 {
-	const struct served *s = opaque;
+	struct served *s = opaque;
 
+	if (n < CXL_HDM_MAX_DECODERS_DEVICE) {
+		s->gdec[n].on = committed;
+		s->gdec[n].gpa = gpa;
+		s->gdec[n].size = size;
+		s->gdec[n].region_off = region_off;
+	}
 	vcxl_log(VCXL_LOG_INFO,
 		 "dev%u: guest decoder %u %s base 0x%llx size 0x%llx (region offset 0x%llx)",
 		 s->index, n, committed ? "committed" : "decommitted", (unsigned long long)gpa,
@@ -405,6 +425,7 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 		mc.backing = s->backing;
 	}
 	s->index = i;
+	s->o = o;
 	if (o->vfio) {
 		rc = make_hw_device(o, s);
 		if (rc) {
@@ -464,6 +485,61 @@ static void check_host_region(const struct served *s)
 		 r->decoder, rc ? "CHANGED behind the host's back" : "verified unchanged");
 }
 
+/* The control socket's view of device i: what it is, the host region, the
+ * guest's committed decoders (GPA range -> region offset), resets. */
+static void describe_device(void *opaque, unsigned i, struct json_object *d)
+{
+	const struct served *s = &((const struct served *)opaque)[i];
+	struct json_object *h, *g = json_object_new_array(), *rs = json_object_new_object();
+	const struct vcxl_region *r = s->vdev ? vcxl_vdev_region(s->vdev) : NULL;
+	struct vcxl_vdev_stats vs = {0};
+	char id[16];
+
+	json_object_object_add(d, "backend", json_object_new_string(s->hw ? "vfio" : "model"));
+	if (s->hw) {
+		json_object_object_add(d, "device", json_object_new_string(s->o->bdf));
+	} else {
+		snprintf(id, sizeof(id), "%04x:%04x", VCXL_MODEL_VENDOR,
+			 s->o->kind == VCXL_MODEL_TYPE3 ? VCXL_MODEL_TYPE3_DEVICE
+							: VCXL_MODEL_DEVICE);
+		json_object_object_add(
+		    d, "model",
+		    json_object_new_string(s->o->kind == VCXL_MODEL_TYPE3 ? "type3" : "accel"));
+		json_object_object_add(d, "id", json_object_new_string(id));
+		json_object_object_add(d, "mem_size",
+				       json_object_new_int64((int64_t)s->o->mem_size));
+	}
+	if (r) {
+		h = json_object_new_object();
+		json_object_object_add(h, "decoder", json_object_new_int((int)r->decoder));
+		json_object_object_add(h, "hpa", json_object_new_int64((int64_t)r->hpa));
+		json_object_object_add(h, "size", json_object_new_int64((int64_t)r->size));
+		json_object_object_add(h, "dpa", json_object_new_int64((int64_t)r->dpa));
+		json_object_object_add(h, "firmware", json_object_new_boolean(r->firmware));
+		json_object_object_add(d, "host_region", h);
+	}
+	for (unsigned n = 0; n < CXL_HDM_MAX_DECODERS_DEVICE; n++) {
+		struct json_object *e;
+
+		if (!s->gdec[n].on)
+			continue;
+		e = json_object_new_object();
+		json_object_object_add(e, "decoder", json_object_new_int((int)n));
+		json_object_object_add(e, "gpa", json_object_new_int64((int64_t)s->gdec[n].gpa));
+		json_object_object_add(e, "size", json_object_new_int64((int64_t)s->gdec[n].size));
+		json_object_object_add(e, "region_offset",
+				       json_object_new_int64((int64_t)s->gdec[n].region_off));
+		json_object_array_add(g, e);
+	}
+	json_object_object_add(d, "guest_decoders", g);
+	if (s->vdev)
+		vcxl_vdev_get_stats(s->vdev, &vs);
+	json_object_object_add(rs, "device", json_object_new_int64((int64_t)vs.resets));
+	json_object_object_add(rs, "region_restores",
+			       json_object_new_int64((int64_t)vs.region_restores));
+	json_object_object_add(d, "resets", rs);
+}
+
 /* Before anything is made: a socket path must be free or a socket (a stale
  * one is replaced later); anything else there is refused in one line. */
 static int check_socket_path(const char *path)
@@ -488,7 +564,7 @@ static int check_socket_paths(const struct opts *o)
 			snprintf(path, sizeof(path), "%s", o->socket);
 		rc = check_socket_path(path);
 	}
-	return rc;
+	return rc ? rc : o->control ? check_socket_path(o->control) : 0;
 }
 
 int main(int argc, char **argv)
@@ -509,7 +585,8 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 16 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
-	char cfg_err[VCXL_CONFIG_LINE_MAX + 128];
+	char cfg_err[VCXL_CONFIG_LINE_MAX + 128], ctl_path[PATH_MAX];
+	struct vcxl_control *ctl = NULL;
 	char **args;
 	int nargs;
 
@@ -518,6 +595,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rc = parse_args(nargs, args, &o);
+	if (!rc && !o.control) {
+		snprintf(ctl_path, sizeof(ctl_path), "%s.ctl", o.socket);
+		o.control = ctl_path;
+	} else if (!rc && !strcmp(o.control, "none")) {
+		o.control = NULL;
+	}
 	if (!rc)
 		rc = check_socket_paths(&o);
 	if (rc) {
@@ -568,10 +651,20 @@ int main(int argc, char **argv)
 	}
 	if (made)
 		vcxl_loop_on_sigusr1(loop, surprise_remove, &devs[0]);
+	if (o.control) {
+		rc = vcxl_control_create(loop, o.control, describe_device, devs, &ctl);
+		if (rc) {
+			fprintf(stderr, "vcxl-server: control socket %s: %s\n", o.control,
+				rc == -EADDRINUSE ? "another server is listening there"
+						  : strerror(-rc));
+			goto out;
+		}
+	}
 	rc = vcxl_loop_run(loop);
 	if (rc)
 		fprintf(stderr, "vcxl-server: event loop: %s\n", strerror(-rc));
 out:
+	vcxl_control_destroy(ctl);
 	vcxl_loop_destroy(loop);
 	for (unsigned i = 0; i < made; i++) {
 		if (devs[i].vdev)

@@ -595,6 +595,7 @@ static void handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
 	bool no_reply = m->hdr.flags & VFIO_USER_F_NO_REPLY;
 
 	c->st.msgs++;
+	c->st.by_cmd[m->hdr.command < VCXL_STATS_CMDS ? m->hdr.command : 0]++;
 	if ((m->hdr.flags & ~VFIO_USER_F_KNOWN) || (m->hdr.flags & VFIO_USER_F_ERROR) ||
 	    m->hdr.error) {
 		proto_err(c, m, "flags 0x%x error %u in a command", m->hdr.flags, m->hdr.error);

@@ -43,6 +43,9 @@ int cmd_decommit(struct ctx *x, unsigned n);
 int cli_hdm_count(const struct vcxl_hdm_io *io, unsigned cap_count, unsigned *count);
 /* cmd_memtest.c */
 int cmd_memtest(struct ctx *x, uint64_t size);
+/* cmd_status.c: the control socket (SOCKET.ctl, or control when given) */
+int cmd_status(const char *sock, const char *control, bool json);
+int cli_control_path(const char *sock, char *out, size_t len);
 /* cmd_mbox.c */
 int parse_hex(const char *s, uint8_t **out, size_t *len);
 int cmd_mbox(struct ctx *x, uint16_t opcode, const uint8_t *in, size_t in_len, bool irq,

@@ -11,6 +11,7 @@
  *   vcxl mbox SOCKET --opcode OP [--in HEX] [--irq] [--timeout MS] [--json]
  *                                    one raw CXL mailbox command (memory devices)
  *   vcxl reset SOCKET
+ *   vcxl status [SOCKET | --control PATH] [--json]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -43,6 +44,11 @@ static void usage(FILE *f)
 	    "                            with --irq on the mailbox's MSI-X vector\n"
 	    "                            (default timeout %d ms)\n"
 	    "  reset SOCKET              DEVICE_RESET\n"
+	    "  status [SOCKET | --control PATH] [--json]\n"
+	    "                            the server's state from its control socket\n"
+	    "                            (SOCKET.ctl): the client attached, the guest's\n"
+	    "                            decoders, the host region, counters; works while\n"
+	    "                            a VM is attached\n"
 	    "  --version                 print the version\n"
 	    "SIZE and ADDR take K/M/G/T suffixes; OP is 0x4000 or decimal.\n",
 	    MBOX_TIMEOUT_MS);
@@ -58,18 +64,24 @@ static int parse_u64(const char *opt, const char *s, uint64_t *v)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"json", no_argument, NULL, 'j'},	      {"decoder", required_argument, NULL, 'd'},
-	    {"base", required_argument, NULL, 'b'},   {"size", required_argument, NULL, 's'},
-	    {"opcode", required_argument, NULL, 'o'}, {"in", required_argument, NULL, 'i'},
-	    {"irq", no_argument, NULL, 'q'},	      {"timeout", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"decoder", required_argument, NULL, 'd'},
+	    {"base", required_argument, NULL, 'b'},
+	    {"size", required_argument, NULL, 's'},
+	    {"opcode", required_argument, NULL, 'o'},
+	    {"in", required_argument, NULL, 'i'},
+	    {"irq", no_argument, NULL, 'q'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"control", required_argument, NULL, 'K'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *cmd, *sock;
 	bool json = false, have_dec = false, have_base = false, have_size = false;
 	bool have_op = false, irq = false;
 	uint64_t base = 0, size = 0, dec = 0;
 	unsigned long opcode = 0, timeout = MBOX_TIMEOUT_MS;
-	const char *in_arg = NULL;
+	const char *in_arg = NULL, *control = NULL;
 	uint8_t *in = NULL;
 	size_t in_len = 0;
 	char *end;
@@ -86,7 +98,7 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "jd:b:s:o:i:qt:h", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "jd:b:s:o:i:qt:hK:", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = true;
@@ -128,6 +140,9 @@ int main(int argc, char **argv)
 				return fail("invalid --timeout '%s' (1 to %d ms)", optarg,
 					    MBOX_TIMEOUT_MAX_MS);
 			break;
+		case 'K':
+			control = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -136,6 +151,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (!strcmp(cmd, "status")) {
+		if (optind + (control ? 0 : 1) != argc)
+			return fail("status needs SOCKET or --control PATH (one of them)");
+		return cmd_status(control ? NULL : argv[optind], control, json);
+	}
+	if (control)
+		return fail("%s: --control is for status", cmd);
 	if (optind >= argc)
 		return fail("%s: missing SOCKET", cmd);
 	sock = argv[optind];

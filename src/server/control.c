@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The control socket (vcxl-server --control PATH): one JSON request per line,
+ * one JSON reply per line, in the style of QEMU's QMP:
+ *   {"execute": "query-status"}              -> {"return": {...}}
+ *   {"execute": "query-status", "arguments": {"device": 0}}
+ *   {"execute": "query-devices"}
+ *   {"execute": "query-log-level"}
+ *   {"execute": "set-log-level", "arguments": {"level": "debug"}}
+ * A request that is not JSON, not an object, too long or names an unknown
+ * command gets {"error": {"class": ..., "desc": ...}} and the connection stays.
+ * Served from the device loop, between device messages, several clients at
+ * once, while a VM is attached to the device sockets.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "vcxl/vfio_user.h"
+
+struct ctl_client {
+	int fd;
+	char buf[VCXL_CONTROL_LINE_MAX + 1];
+	size_t len;
+	bool skipping; /* inside an overlong line: drop bytes up to its newline */
+	struct vcxl_control *c;
+};
+
+struct vcxl_control {
+	struct vcxl_loop *loop;
+	char *path;
+	int lfd;
+	int64_t start_ms;
+	vcxl_control_describe_fn describe;
+	void *opaque;
+	struct ctl_client *clients[VCXL_CONTROL_CLIENTS];
+	uint64_t requests, errors;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *const cmd_names[VCXL_STATS_CMDS] = {
+    [VFIO_USER_VERSION] = "VERSION",
+    [VFIO_USER_DMA_MAP] = "DMA_MAP",
+    [VFIO_USER_DMA_UNMAP] = "DMA_UNMAP",
+    [VFIO_USER_DEVICE_GET_INFO] = "DEVICE_GET_INFO",
+    [VFIO_USER_DEVICE_GET_REGION_INFO] = "DEVICE_GET_REGION_INFO",
+    [VFIO_USER_DEVICE_GET_REGION_IO_FDS] = "DEVICE_GET_REGION_IO_FDS",
+    [VFIO_USER_DEVICE_GET_IRQ_INFO] = "DEVICE_GET_IRQ_INFO",
+    [VFIO_USER_DEVICE_SET_IRQS] = "DEVICE_SET_IRQS",
+    [VFIO_USER_REGION_READ] = "REGION_READ",
+    [VFIO_USER_REGION_WRITE] = "REGION_WRITE",
+    [VFIO_USER_DMA_READ] = "DMA_READ",
+    [VFIO_USER_DMA_WRITE] = "DMA_WRITE",
+    [VFIO_USER_DEVICE_RESET] = "DEVICE_RESET",
+    [VFIO_USER_REGION_WRITE_MULTI] = "REGION_WRITE_MULTI",
+    [VFIO_USER_DEVICE_FEATURE] = "DEVICE_FEATURE",
+    [VFIO_USER_MIG_DATA_READ] = "MIG_DATA_READ",
+    [VFIO_USER_MIG_DATA_WRITE] = "MIG_DATA_WRITE",
+};
+
+static const char *const level_names[] = {
+    [VCXL_LOG_ERROR] = "error",
+    [VCXL_LOG_WARN] = "warn",
+    [VCXL_LOG_INFO] = "info",
+    [VCXL_LOG_DEBUG] = "debug",
+};
+
+static struct json_object *err_reply(const char *cls, const char *desc)
+{
+	struct json_object *r = json_object_new_object(), *e = json_object_new_object();
+
+	json_object_object_add(e, "class", json_object_new_string(cls));
+	json_object_object_add(e, "desc", json_object_new_string(desc));
+	json_object_object_add(r, "error", e);
+	return r;
+}
+
+static struct json_object *ok_reply(struct json_object *ret)
+{
+	struct json_object *r = json_object_new_object();
+
+	json_object_object_add(r, "return", ret ? ret : json_object_new_object());
+	return r;
+}
+
+static struct json_object *counters(const struct vcxl_conn_stats *st)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *by_cmd = json_object_new_object(), *by_errno = json_object_new_object();
+	char name[32];
+
+	json_object_object_add(o, "messages", json_object_new_int64((int64_t)st->msgs));
+	for (unsigned i = 0; i < VCXL_STATS_CMDS; i++) {
+		if (!st->by_cmd[i])
+			continue;
+		if (i && cmd_names[i])
+			json_object_object_add(by_cmd, cmd_names[i],
+					       json_object_new_int64((int64_t)st->by_cmd[i]));
+		else {
+			snprintf(name, sizeof(name), "command-%u", i);
+			json_object_object_add(by_cmd, i ? name : "other",
+					       json_object_new_int64((int64_t)st->by_cmd[i]));
+		}
+	}
+	json_object_object_add(o, "messages_by_command", by_cmd);
+	json_object_object_add(o, "errors", json_object_new_int64((int64_t)st->errors));
+	for (unsigned i = 0; i < VCXL_STATS_ERRNOS; i++) {
+		const char *n = i ? strerrorname_np((int)i) : "other";
+
+		if (!st->by_errno[i])
+			continue;
+		if (!n)
+			snprintf(name, sizeof(name), "errno-%u", i);
+		json_object_object_add(by_errno, n ? n : name,
+				       json_object_new_int64((int64_t)st->by_errno[i]));
+	}
+	json_object_object_add(o, "errors_by_errno", by_errno);
+	json_object_object_add(o, "protocol_errors",
+			       json_object_new_int64((int64_t)st->proto_errors));
+	json_object_object_add(o, "dma_messages", json_object_new_int64((int64_t)st->dma_msgs));
+	json_object_object_add(o, "dma_bytes", json_object_new_int64((int64_t)st->dma_bytes));
+	json_object_object_add(o, "interrupts", json_object_new_int64((int64_t)st->irqs));
+	return o;
+}
+
+static struct json_object *device_status(struct vcxl_control *c, unsigned i, int64_t now)
+{
+	struct vcxl_loop_dev_info di;
+	struct json_object *d = json_object_new_object();
+
+	vcxl_loop_device_info(c->loop, i, &di);
+	json_object_object_add(d, "index", json_object_new_int((int)i));
+	json_object_object_add(d, "name", json_object_new_string(di.name));
+	json_object_object_add(d, "socket", json_object_new_string(di.path ? di.path : ""));
+	json_object_object_add(d, "clients_served", json_object_new_int64(di.clients));
+	if (di.connected) {
+		struct json_object *cl = json_object_new_object();
+
+		json_object_object_add(cl, "pid", json_object_new_int(di.pid));
+		json_object_object_add(cl, "uid", json_object_new_int(di.uid));
+		json_object_object_add(cl, "gid", json_object_new_int(di.gid));
+		json_object_object_add(cl, "connected_ms", json_object_new_int64(now - di.since_ms));
+		json_object_object_add(d, "client", cl);
+		json_object_object_add(d, "counters", counters(&di.st));
+	} else {
+		json_object_object_add(d, "client", NULL);
+	}
+	if (c->describe)
+		c->describe(c->opaque, i, d);
+	return d;
+}
+
+static struct json_object *query_status(struct vcxl_control *c, struct json_object *args)
+{
+	struct json_object *r = json_object_new_object(), *devs = json_object_new_array(), *v;
+	int64_t now = mono_ms();
+	unsigned n = vcxl_loop_devices(c->loop);
+	int only = -1;
+
+	if (args && json_object_object_get_ex(args, "device", &v)) {
+		int64_t k = json_object_get_int64(v);
+
+		if (!json_object_is_type(v, json_type_int) || k < 0 || k >= (int64_t)n) {
+			json_object_put(r);
+			json_object_put(devs);
+			return NULL;
+		}
+		only = (int)k;
+	}
+	json_object_object_add(r, "version", json_object_new_string(VCXL_VERSION));
+	json_object_object_add(r, "pid", json_object_new_int((int)getpid()));
+	json_object_object_add(r, "uptime_ms", json_object_new_int64(now - c->start_ms));
+	json_object_object_add(r, "log_level",
+			       json_object_new_string(level_names[vcxl_log_get_level()]));
+	for (unsigned i = 0; i < n; i++)
+		if (only < 0 || (unsigned)only == i)
+			json_object_array_add(devs, device_status(c, i, now));
+	json_object_object_add(r, "devices", devs);
+	return r;
+}
+
+static struct json_object *query_devices(struct vcxl_control *c)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (unsigned i = 0; i < vcxl_loop_devices(c->loop); i++) {
+		struct vcxl_loop_dev_info di;
+		struct json_object *d = json_object_new_object();
+
+		vcxl_loop_device_info(c->loop, i, &di);
+		json_object_object_add(d, "index", json_object_new_int((int)i));
+		json_object_object_add(d, "name", json_object_new_string(di.name));
+		json_object_object_add(d, "socket", json_object_new_string(di.path ? di.path : ""));
+		json_object_object_add(d, "connected", json_object_new_boolean(di.connected));
+		json_object_array_add(a, d);
+	}
+	return a;
+}
+
+struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req, size_t len)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *j, *ex, *args = NULL, *lv, *ret;
+	enum json_tokener_error jerr;
+	const char *cmd;
+
+	c->requests++;
+	if (!tok)
+		return err_reply("GenericError", "out of memory");
+	j = json_tokener_parse_ex(tok, req, (int)len);
+	jerr = json_tokener_get_error(tok);
+	/* one whole JSON text, whitespace after it allowed */
+	if (j && jerr == json_tokener_success) {
+		for (size_t k = (size_t)json_tokener_get_parse_end(tok); k < len; k++)
+			if (!strchr(" \t\r\n", req[k])) {
+				jerr = json_tokener_error_parse_unexpected;
+				break;
+			}
+	}
+	json_tokener_free(tok);
+	if (!j || jerr != json_tokener_success) {
+		json_object_put(j);
+		c->errors++;
+		return err_reply("JSONError", "the request is not one JSON text");
+	}
+	if (!json_object_is_type(j, json_type_object) ||
+	    !json_object_object_get_ex(j, "execute", &ex) ||
+	    !json_object_is_type(ex, json_type_string)) {
+		json_object_put(j);
+		c->errors++;
+		return err_reply("GenericError", "expected {\"execute\": COMMAND}");
+	}
+	if (json_object_object_get_ex(j, "arguments", &args) &&
+	    !json_object_is_type(args, json_type_object)) {
+		json_object_put(j);
+		c->errors++;
+		return err_reply("GenericError", "\"arguments\" must be an object");
+	}
+	cmd = json_object_get_string(ex);
+	if (!strcmp(cmd, "query-status")) {
+		ret = query_status(c, args);
+		if (!ret) {
+			json_object_put(j);
+			c->errors++;
+			return err_reply("DeviceNotFound", "\"device\" names no device");
+		}
+	} else if (!strcmp(cmd, "query-devices")) {
+		ret = query_devices(c);
+	} else if (!strcmp(cmd, "query-log-level")) {
+		ret = json_object_new_object();
+		json_object_object_add(ret, "level",
+				       json_object_new_string(level_names[vcxl_log_get_level()]));
+	} else if (!strcmp(cmd, "set-log-level")) {
+		enum vcxl_log_level lvl;
+
+		if (!args || !json_object_object_get_ex(args, "level", &lv) ||
+		    !json_object_is_type(lv, json_type_string) ||
+		    vcxl_log_parse_level(json_object_get_string(lv), &lvl)) {
+			json_object_put(j);
+			c->errors++;
+			return err_reply("InvalidParameter",
+					 "\"level\" must be error, warn, info or debug");
+		}
+		vcxl_log_set_level(lvl);
+		vcxl_log(VCXL_LOG_INFO, "control: log level %s", level_names[lvl]);
+		ret = NULL;
+	} else {
+		char desc[160];
+
+		snprintf(desc, sizeof(desc), "unknown command '%.64s'", cmd);
+		json_object_put(j);
+		c->errors++;
+		return err_reply("CommandNotFound", desc);
+	}
+	json_object_put(j);
+	return ok_reply(ret);
+}
+
+static void client_close(struct ctl_client *k)
+{
+	struct vcxl_control *c = k->c;
+
+	for (unsigned i = 0; i < VCXL_CONTROL_CLIENTS; i++)
+		if (c->clients[i] == k)
+			c->clients[i] = NULL;
+	vcxl_loop_unwatch(c->loop, k->fd);
+	close(k->fd);
+	free(k);
+}
+
+/* Replies are small; a client that does not read them is dropped. */
+static int client_send(struct ctl_client *k, struct json_object *r)
+{
+	size_t len;
+	const char *s = json_object_to_json_string_length(r, JSON_C_TO_STRING_PLAIN, &len);
+	int rc = 0;
+
+	for (size_t off = 0; off <= len && !rc;) {
+		const char *p = off < len ? s + off : "\n";
+		size_t n = off < len ? len - off : 1;
+		ssize_t w = send(k->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			rc = -EIO;
+		else if (off < len)
+			off += (size_t)w;
+		else
+			off = len + 1;
+	}
+	json_object_put(r);
+	return rc;
+}
+
+static void client_event(void *opaque, uint32_t ev)
+{
+	struct ctl_client *k = opaque;
+	ssize_t n;
+
+	n = recv(k->fd, k->buf + k->len, sizeof(k->buf) - 1 - k->len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		client_close(k);
+		return;
+	}
+	k->len += (size_t)n;
+	for (;;) {
+		char *nl = memchr(k->buf, '\n', k->len);
+		size_t line;
+
+		if (!nl) {
+			if (k->len < sizeof(k->buf) - 1)
+				return;
+			/* no newline in a full buffer: an overlong request */
+			if (!k->skipping &&
+			    client_send(k, err_reply("GenericError", "request line too long"))) {
+				client_close(k);
+				return;
+			}
+			k->skipping = true;
+			k->len = 0;
+			return;
+		}
+		line = (size_t)(nl - k->buf);
+		if (k->skipping) {
+			k->skipping = false;
+		} else if (line && client_send(k, vcxl_control_handle(k->c, k->buf, line))) {
+			client_close(k);
+			return;
+		}
+		memmove(k->buf, nl + 1, k->len - line - 1);
+		k->len -= line + 1;
+	}
+}
+
+static void listen_event(void *opaque, uint32_t ev)
+{
+	struct vcxl_control *c = opaque;
+	int fd = vcxl_sock_accept(c->lfd);
+	unsigned slot = 0;
+	struct ctl_client *k;
+
+	if (fd < 0)
+		return;
+	while (slot < VCXL_CONTROL_CLIENTS && c->clients[slot])
+		slot++;
+	k = slot < VCXL_CONTROL_CLIENTS ? calloc(1, sizeof(*k)) : NULL;
+	if (!k) {
+		vcxl_log(VCXL_LOG_WARN, "control: %u clients already, refusing one",
+			 VCXL_CONTROL_CLIENTS);
+		close(fd);
+		return;
+	}
+	k->fd = fd;
+	k->c = c;
+	if (vcxl_loop_watch(c->loop, fd, EPOLLIN, client_event, k)) {
+		close(fd);
+		free(k);
+		return;
+	}
+	c->clients[slot] = k;
+}
+
+int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_describe_fn fn,
+			void *opaque, struct vcxl_control **out)
+{
+	struct vcxl_control *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->loop = l;
+	c->describe = fn;
+	c->opaque = opaque;
+	c->start_ms = mono_ms();
+	c->path = strdup(path);
+	c->lfd = c->path ? vcxl_sock_listen(path, VCXL_CONTROL_CLIENTS) : -ENOMEM;
+	if (c->lfd < 0) {
+		rc = c->lfd;
+		free(c->path);
+		free(c);
+		return rc;
+	}
+	rc = vcxl_loop_watch(l, c->lfd, EPOLLIN, listen_event, c);
+	if (rc) {
+		close(c->lfd);
+		unlink(c->path);
+		free(c->path);
+		free(c);
+		return rc;
+	}
+	vcxl_log(VCXL_LOG_INFO, "control socket %s", path);
+	*out = c;
+	return 0;
+}
+
+void vcxl_control_destroy(struct vcxl_control *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < VCXL_CONTROL_CLIENTS; i++)
+		if (c->clients[i])
+			client_close(c->clients[i]);
+	vcxl_loop_unwatch(c->loop, c->lfd);
+	close(c->lfd);
+	unlink(c->path);
+	free(c->path);
+	free(c);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* vcxl-server --control PATH: JSON requests about the running server (control.c). */
+#ifndef VCXL_SERVER_CONTROL_H
+#define VCXL_SERVER_CONTROL_H
+
+#include <json-c/json.h>
+
+#include "vcxl/server.h"
+
+/* The longest request line; a longer one gets an error and is skipped. */
+#define VCXL_CONTROL_LINE_MAX 4096
+/* Control clients served at once; more wait in the listen backlog. */
+#define VCXL_CONTROL_CLIENTS 8
+
+struct vcxl_control;
+
+/* What only the server's main knows of device index (model, host region,
+ * the guest's committed decoders, resets), added to its status object. */
+typedef void (*vcxl_control_describe_fn)(void *opaque, unsigned index, struct json_object *dev);
+
+/* Listen on path (a stale socket there is replaced, anything else refused)
+ * and serve requests from the loop. 0 or -errno. */
+int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_describe_fn fn,
+			void *opaque, struct vcxl_control **out);
+/* Close every control connection, remove the socket. */
+void vcxl_control_destroy(struct vcxl_control *c);
+/* One request (a JSON text) answered as one JSON object (caller puts it). */
+struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req, size_t len);
+
+#endif /* VCXL_SERVER_CONTROL_H */

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * The control socket with the real binaries while a client is attached to
+ * the device: `vcxl status --json` and the text output name the attached
+ * client (SO_PEERCRED), the guest's committed decoder (GPA -> region offset),
+ * the host region and the counters; bad requests (not JSON, not an object,
+ * unknown command, overlong line) get a JSON error on the same connection
+ * and neither the control connection nor the device client is dropped;
+ * set-log-level works; --control none and a control path that is not a
+ * socket.
+ */
+#include <json-c/json.h>
+#include <linux/pci_regs.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "harness.h"
+#include "tap.h"
+#include "vcxl/cxl_regs.h"
+#include "vcxl/cxl_spec.h"
+
+#define GPA 0x100000000ull
+
+static int run_cli(const char *cli, const char *args, char *out, size_t len)
+{
+	char cmd[1024];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", cli, args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct bar {
+	struct vcxl_client *c;
+	const struct vcxl_client_info *info;
+};
+
+static int bar_rd(void *o, uint32_t off, uint32_t *v)
+{
+	const struct bar *b = o;
+
+	return vcxl_client_read32(b->c, b->info->cxl.hdm_bar, b->info->cxl.hdm_offset + off, v);
+}
+
+static int bar_wr(void *o, uint32_t off, uint32_t v)
+{
+	const struct bar *b = o;
+
+	return vcxl_client_write32(b->c, b->info->cxl.hdm_bar, b->info->cxl.hdm_offset + off, v);
+}
+
+static int cfg_rd(void *o, uint32_t off, uint32_t *v)
+{
+	return vcxl_client_read32(o, VFIO_PCI_CONFIG_REGION_INDEX, off, v);
+}
+
+/* What a guest driver does: Mem_Enable, HDM Decoder Enable, commit decoder 0. */
+static int guest_commit(struct vcxl_client *c, const struct vcxl_client_info *info)
+{
+	struct bar b = {c, info};
+	struct vcxl_hdm_io io = {bar_rd, bar_wr, &b};
+	uint32_t dvsec, len, ctrl = 0, g = 0;
+	uint16_t ctl;
+	int rc = vcxl_pcie_find_dvsec(cfg_rd, c, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec, &len);
+
+	rc = rc ? rc
+		: vcxl_client_region_read(c, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL,
+					  &ctl, 2);
+	ctl |= CXL_DVSEC_CTRL_MEM_EN;
+	rc = rc ? rc
+		: vcxl_client_region_write(c, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL,
+					   &ctl, 2);
+	rc = rc ? rc : bar_rd(&b, CXL_HDM_GLOBAL_CTRL, &g);
+	rc = rc ? rc : bar_wr(&b, CXL_HDM_GLOBAL_CTRL, g | CXL_HDM_GCTRL_ENABLE);
+	rc = rc ? rc : bar_rd(&b, CXL_HDM_DEC_CTRL(0), &ctrl);
+	rc = rc ? rc
+		: vcxl_hdm_io_program(&io, 0, GPA, VCXL_SZ_256M, 0,
+				      vcxl_hdm_commit_ctrl(ctrl, false));
+	rc = rc ? rc : bar_rd(&b, CXL_HDM_DEC_CTRL(0), &ctrl);
+	return rc ? rc : (ctrl & CXL_HDM_DEC_CTRL_COMMITTED) ? 0 : -EIO;
+}
+
+static struct json_object *get(struct json_object *o, const char *path)
+{
+	char key[64];
+
+	while (o && *path) {
+		size_t n = strcspn(path, ".");
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, path);
+		if (json_object_is_type(o, json_type_array))
+			o = json_object_array_get_idx(o, (size_t)atoi(key));
+		else if (!json_object_object_get_ex(o, key, &o))
+			o = NULL;
+		path += n + (path[n] == '.');
+	}
+	return o;
+}
+
+static int64_t geti(struct json_object *o, const char *path)
+{
+	struct json_object *v = get(o, path);
+
+	return v ? json_object_get_int64(v) : -1;
+}
+
+static int ctl_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send raw bytes, read one reply line (parsed; NULL if none in 5 s). */
+static struct json_object *ctl_req(int fd, const char *req, size_t len)
+{
+	static char buf[1 << 16];
+	size_t got = 0;
+
+	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
+		return NULL;
+	while (got < sizeof(buf) - 1) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, 5000) <= 0)
+			return NULL;
+		n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (n <= 0)
+			return NULL;
+		got += (size_t)n;
+		if (memchr(buf, '\n', got))
+			break;
+	}
+	buf[got] = 0;
+	return json_tokener_parse(buf);
+}
+
+static bool is_error(struct json_object *r, const char *cls)
+{
+	struct json_object *c = get(r, "error.class");
+
+	return c && !strcmp(json_object_get_string(c), cls);
+}
+
+static void test_bad_requests(const char *ctl, struct vcxl_client *c)
+{
+	static char big[VCXL_SZ_4K * 3];
+	int fd = ctl_connect(ctl);
+	struct json_object *r;
+	uint32_t v = 0;
+	int rc;
+
+	ok(fd >= 0, "control socket accepts");
+	r = ctl_req(fd, "this is not json\n", 17);
+	ok(is_error(r, "JSONError"), "not JSON: {\"error\": {\"class\": \"JSONError\"}}");
+	json_object_put(r);
+	r = ctl_req(fd, "[1, 2]\n", 7);
+	ok(is_error(r, "GenericError"), "an array: GenericError");
+	json_object_put(r);
+	r = ctl_req(fd, "{\"execute\": \"format-disk\"}\n", 27);
+	ok(is_error(r, "CommandNotFound"), "unknown command: CommandNotFound");
+	json_object_put(r);
+	r = ctl_req(fd, "{\"execute\": \"query-status\"} {}\n", 31);
+	ok(is_error(r, "JSONError"), "two JSON texts on a line: JSONError");
+	json_object_put(r);
+	r = ctl_req(fd, "{\"execute\": \"query-status\", \"arguments\": {\"device\": 7}}\n", 56);
+	ok(is_error(r, "DeviceNotFound"), "no device 7: DeviceNotFound");
+	json_object_put(r);
+	r = ctl_req(fd, "{\"execute\": \"set-log-level\", \"arguments\": {\"level\": \"loud\"}}\n",
+		    61);
+	ok(is_error(r, "InvalidParameter"), "log level 'loud': InvalidParameter");
+	json_object_put(r);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\n';
+	r = ctl_req(fd, big, sizeof(big));
+	ok(is_error(r, "GenericError") &&
+	       strstr(json_object_get_string(get(r, "error.desc")), "long"),
+	   "a %zu-byte line: 'request line too long'", sizeof(big));
+	json_object_put(r);
+	r = ctl_req(fd, "{\"execute\": \"set-log-level\", \"arguments\": {\"level\": \"debug\"}}\n",
+		    62);
+	ok(r && get(r, "return"), "after all that, the same connection still answers");
+	json_object_put(r);
+	r = ctl_req(fd, "{\"execute\": \"query-log-level\"}\n", 31);
+	ok(r && !strcmp(json_object_get_string(get(r, "return.level")), "debug"),
+	   "set-log-level debug took effect");
+	json_object_put(r);
+	r = ctl_req(fd, "{\"execute\":\"query-devices\"}\n", 28);
+	ok(r && json_object_get_boolean(get(r, "return.0.connected")),
+	   "query-devices: device 0 connected");
+	json_object_put(r);
+	close(fd);
+	rc = vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v);
+	ok(rc == 0 && v == 0x0d948086, "the device client is still served (ids 0x%08x)", v);
+}
+
+static void test_attached(struct harness *h, const char *ctl)
+{
+	static char out[1 << 16];
+	struct vcxl_client *c = NULL;
+	struct vcxl_client_info info;
+	struct json_object *j;
+	uint32_t v;
+	char args[512], want[128];
+	int rc;
+
+	is(vcxl_client_connect(h->sock, &c), 0, "a client attaches to the device");
+	if (!c)
+		return;
+	is(vcxl_client_get_info(c, &info), 0, "GET_INFO");
+	is(guest_commit(c, &info), 0, "the client commits guest decoder 0 at GPA 0x%llx",
+	   (unsigned long long)GPA);
+	for (int i = 0; i < 10; i++)
+		vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v);
+	ok(vcxl_client_read32(c, 99, 0, &v) < 0, "a REGION_READ of region 99 is refused");
+
+	snprintf(args, sizeof(args), "status %s --json", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	j = json_tokener_parse(out);
+	ok(rc == 0 && j, "vcxl status --json while the client is attached: exit 0, JSON");
+	ok(geti(j, "devices.0.client.pid") == getpid() &&
+	       geti(j, "devices.0.client.uid") == (int64_t)getuid(),
+	   "the attached client: pid %lld (ours %d), uid %lld",
+	   (long long)geti(j, "devices.0.client.pid"), (int)getpid(),
+	   (long long)geti(j, "devices.0.client.uid"));
+	ok(geti(j, "devices.0.guest_decoders.0.gpa") == (int64_t)GPA &&
+	       geti(j, "devices.0.guest_decoders.0.size") == VCXL_SZ_256M &&
+	       geti(j, "devices.0.guest_decoders.0.region_offset") == 0,
+	   "guest decoder 0: GPA 0x100000000 + 256M -> region offset 0");
+	ok(geti(j, "devices.0.host_region.size") == VCXL_SZ_256M &&
+	       geti(j, "devices.0.host_region.hpa") > 0,
+	   "host region: HPA 0x%llx, 256M",
+	   (unsigned long long)geti(j, "devices.0.host_region.hpa"));
+	ok(geti(j, "devices.0.counters.messages_by_command.REGION_READ") >= 11 &&
+	       geti(j, "devices.0.counters.messages_by_command.VERSION") == 1 &&
+	       geti(j, "devices.0.counters.errors_by_errno.EINVAL") >= 1,
+	   "counters: REGION_READ %lld, VERSION 1, EINVAL %lld",
+	   (long long)geti(j, "devices.0.counters.messages_by_command.REGION_READ"),
+	   (long long)geti(j, "devices.0.counters.errors_by_errno.EINVAL"));
+	ok(geti(j, "uptime_ms") >= 0 && get(j, "log_level") && get(j, "devices.0.resets.device"),
+	   "uptime, log level and resets reported");
+	json_object_put(j);
+
+	snprintf(args, sizeof(args), "status %s", h->sock);
+	rc = run_cli(h->cli, args, out, sizeof(out));
+	snprintf(want, sizeof(want), "Client:         pid %d, uid %d", (int)getpid(),
+		 (int)getuid());
+	ok(rc == 0 && strstr(out, want) &&
+	       strstr(out, "Guest decoders: 0: GPA 0x100000000-0x10fffffff -> region offset 0x0") &&
+	       strstr(out, "Messages:") && strstr(out, "Uptime:"),
+	   "vcxl status text (virsh dominfo style): client, guest decoder, counters");
+	if (rc || !strstr(out, want))
+		diag("%s", out);
+	test_bad_requests(ctl, c);
+	vcxl_client_close(c);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = h_server_bin(argc, argv);
+	struct harness h = {.cli = h_cli_bin(argc, argv)};
+	char ctl[200], out[512], args[512];
+	struct stat st;
+	int rc = h_start(&h, bin, -1, NULL);
+
+	ok(rc == 0, "vcxl-server started");
+	snprintf(ctl, sizeof(ctl), "%s.ctl", h.sock);
+	ok(stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode), "control socket by default at SOCKET.ctl");
+	if (!rc)
+		test_attached(&h, ctl);
+	is(h_log_count(&h, "control: log level debug"), 1, "the server logged the new level");
+	is(h_stop(&h), 0, "SIGTERM: exit 0");
+	ok(stat(ctl, &st) < 0, "control socket removed at exit");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+
+	const char *none[] = {"--control", "none", NULL};
+	rc = h_start(&h, bin, -1, none);
+	snprintf(ctl, sizeof(ctl), "%s.ctl", h.sock);
+	ok(rc == 0 && stat(ctl, &st) < 0, "--control none: no control socket");
+	snprintf(args, sizeof(args), "status %s", h.sock);
+	ok(run_cli(h.cli, args, out, sizeof(out)) == 1 && !strncmp(out, "vcxl: ", 6) &&
+	       strchr(out, '\n') == out + strlen(out) - 1,
+	   "vcxl status without a control socket: one line, exit 1");
+	h_stop(&h);
+	h_cleanup(&h);
+
+	/* a regular file where the control socket goes: refused before serving */
+	char dir[] = "/tmp/vcxl-ctl-XXXXXX", file[64], cmd[512];
+	if (mkdtemp(dir)) {
+		snprintf(file, sizeof(file), "%s/c.ctl", dir);
+		FILE *f = fopen(file, "w");
+		if (f)
+			fclose(f);
+		snprintf(cmd, sizeof(cmd), "'%s' --socket %s/d.sock --control %s 2>&1", bin, dir,
+			 file);
+		FILE *p = popen(cmd, "r");
+		size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+		out[n] = 0;
+		int st2 = p ? pclose(p) : -1;
+		ok(WIFEXITED(st2) && WEXITSTATUS(st2) == 2 &&
+		       strstr(out, "c.ctl exists and is not a socket") && stat(file, &st) == 0 &&
+		       S_ISREG(st.st_mode),
+		   "--control on a regular file: exit 2, one line, file kept");
+		unlink(file);
+		rmdir(dir);
+	}
+	return done();
+}
