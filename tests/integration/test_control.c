@@ -68,7 +68,7 @@ static int guest_commit(struct vcxl_client *c, const struct vcxl_client_info *in
 	struct bar b = {c, info};
 	struct vcxl_hdm_io io = {bar_rd, bar_wr, &b};
 	uint32_t dvsec, len, ctrl = 0, g = 0;
-	uint16_t ctl;
+	uint16_t ctl = 0;
 	int rc = vcxl_pcie_find_dvsec(cfg_rd, c, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec, &len);
 
 	rc = rc ? rc
