@@ -201,7 +201,11 @@ for root, dirs, files in os.walk(new):
     os.makedirs(os.path.join(old, rel), exist_ok=True)
     for f in files:
         a, b = os.path.join(root, f), os.path.join(old, rel, f)
-        if os.path.islink(a) or not os.path.exists(b) or not filecmp.cmp(a, b, shallow=False):
+        if os.path.islink(a) or os.path.islink(b):
+            same = os.path.islink(a) and os.path.islink(b) and os.readlink(a) == os.readlink(b)
+        else:
+            same = os.path.exists(b) and filecmp.cmp(a, b, shallow=False)
+        if not same:
             if os.path.lexists(b):
                 os.remove(b)
             shutil.copy2(a, b, follow_symlinks=False)
