@@ -42,7 +42,7 @@ int cmd_decommit(struct ctx *x, unsigned n);
  * vfio-cxl capability's hdm_count when that is non-zero: 0, or -errno. */
 int cli_hdm_count(const struct vcxl_hdm_io *io, unsigned cap_count, unsigned *count);
 /* cmd_memtest.c */
-int cmd_memtest(struct ctx *x, uint64_t size);
+int cmd_memtest(struct ctx *x, uint64_t size, bool json);
 /* cmd_status.c: the control socket (SOCKET.ctl, or control when given) */
 int cmd_status(const char *sock, const char *control, bool json);
 int cli_control_path(const char *sock, char *out, size_t len);

@@ -7,7 +7,7 @@
  *   vcxl hdm SOCKET [--json]         the virtual HDM decoders (through BAR accesses)
  *   vcxl commit SOCKET --decoder N --base ADDR --size SIZE
  *   vcxl decommit SOCKET --decoder N
- *   vcxl memtest SOCKET [--size SIZE]
+ *   vcxl memtest SOCKET [--size SIZE] [--json]
  *   vcxl mbox SOCKET --opcode OP [--in HEX] [--irq] [--timeout MS] [--json]
  *                                    one raw CXL mailbox command (memory devices)
  *   vcxl reset SOCKET
@@ -27,31 +27,32 @@
 
 static void usage(FILE *f)
 {
-	fprintf(
-	    f,
-	    "Usage: vcxl COMMAND SOCKET [OPTIONS]\n"
-	    "  info SOCKET [--json]      device flags, CXL capability, regions, IRQs\n"
-	    "  lspci SOCKET              config space decoded as lspci -vvv does\n"
-	    "  hdm SOCKET [--json]       virtual HDM decoders (read through BAR accesses)\n"
-	    "  commit SOCKET --decoder N --base ADDR --size SIZE\n"
-	    "                            program and commit an HDM decoder like Linux does\n"
-	    "  decommit SOCKET --decoder N\n"
-	    "  memtest SOCKET [--size SIZE]  pattern test of the CXL region (mmap + REGION_READ)\n"
-	    "  mbox SOCKET --opcode OP [--in HEX] [--irq] [--timeout MS] [--json]\n"
-	    "                            one CXL mailbox command (memory device registers);\n"
-	    "                            --in: input payload bytes in order (\"1122ff\");\n"
-	    "                            a background command is waited for by polling, or\n"
-	    "                            with --irq on the mailbox's MSI-X vector\n"
-	    "                            (default timeout %d ms)\n"
-	    "  reset SOCKET              DEVICE_RESET\n"
-	    "  status [SOCKET | --control PATH] [--json]\n"
-	    "                            the server's state from its control socket\n"
-	    "                            (SOCKET.ctl): the client attached, the guest's\n"
-	    "                            decoders, the host region, counters; works while\n"
-	    "                            a VM is attached\n"
-	    "  --version                 print the version\n"
-	    "SIZE and ADDR take K/M/G/T suffixes; OP is 0x4000 or decimal.\n",
-	    MBOX_TIMEOUT_MS);
+	fprintf(f,
+		"Usage: vcxl COMMAND SOCKET [OPTIONS]\n"
+		"  info SOCKET [--json]      device flags, CXL capability, regions, IRQs\n"
+		"  lspci SOCKET              config space decoded as lspci -vvv does\n"
+		"  hdm SOCKET [--json]       virtual HDM decoders (read through BAR accesses)\n"
+		"  commit SOCKET --decoder N --base ADDR --size SIZE\n"
+		"                            program and commit an HDM decoder like Linux does\n"
+		"  decommit SOCKET --decoder N\n"
+		"  memtest SOCKET [--size SIZE] [--json]\n"
+		"                            pattern test of the CXL region (mmap + REGION_READ);\n"
+		"                            progress on a terminal\n"
+		"  mbox SOCKET --opcode OP [--in HEX] [--irq] [--timeout MS] [--json]\n"
+		"                            one CXL mailbox command (memory device registers);\n"
+		"                            --in: input payload bytes in order (\"1122ff\");\n"
+		"                            a background command is waited for by polling, or\n"
+		"                            with --irq on the mailbox's MSI-X vector\n"
+		"                            (default timeout %d ms)\n"
+		"  reset SOCKET              DEVICE_RESET\n"
+		"  status [SOCKET | --control PATH] [--json]\n"
+		"                            the server's state from its control socket\n"
+		"                            (SOCKET.ctl): the client attached, the guest's\n"
+		"                            decoders, the host region, counters; works while\n"
+		"                            a VM is attached\n"
+		"  --version                 print the version\n"
+		"SIZE and ADDR take K/M/G/T suffixes; OP is 0x4000 or decimal.\n",
+		MBOX_TIMEOUT_MS);
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
@@ -190,7 +191,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "decommit"))
 		rc = cmd_decommit(&x, (unsigned)dec);
 	else if (!strcmp(cmd, "memtest"))
-		rc = cmd_memtest(&x, have_size ? size : 0);
+		rc = cmd_memtest(&x, have_size ? size : 0, json);
 	else if (!strcmp(cmd, "mbox"))
 		rc = cmd_mbox(&x, (uint16_t)opcode, in, in_len, irq, (int)timeout, json);
 	else {
