@@ -13,6 +13,8 @@ PKGS="$PKGS libglib2.0-dev libfdt-dev libslirp-dev zlib1g-dev python3-venv dpkg-
 # install and package tests (tests/install, tests/deb): systemd-analyze, groff for the man
 # pages, bash-completion, and the Debian package build with lintian
 PKGS="$PKGS systemd groff-base bash-completion dpkg-dev debhelper lintian"
+# virt-xml-validate for docs/libvirt.md (tests/docs)
+PKGS="$PKGS libvirt-clients"
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
