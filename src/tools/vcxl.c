@@ -99,7 +99,8 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((ch = getopt_long(argc, argv, "jd:b:s:o:i:qt:hK:", lopts, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":jd:b:s:o:i:qt:hK:", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = true;
@@ -148,7 +149,15 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			/* one line, not the usage text (getopt's own message is off) */
+			if (ch == ':')
+				fail("%s: option '%s' needs a value (see vcxl --help)", cmd,
+				     argv[optind - 1]);
+			else if (optopt)
+				fail("%s: unknown option '-%c' (see vcxl --help)", cmd, optopt);
+			else
+				fail("%s: unknown option '%s' (see vcxl --help)", cmd,
+				     argv[optind - 1]);
 			return 2;
 		}
 	}

@@ -142,6 +142,33 @@ static void test_config(const char *bin)
 	unlink(conf);
 }
 
+/* The vcxl CLI: the same one-line refusals, exit 2 for usage errors. */
+static void test_cli(const char *cli)
+{
+	char cmd[600], out[4096];
+	static const struct {
+		const char *args, *needle;
+	} bad[] = {
+	    {"info x.sock --bogus", "vcxl: info: unknown option '--bogus'"},
+	    {"hdm x.sock -Z", "vcxl: hdm: unknown option '-Z'"},
+	    {"commit x.sock --decoder", "vcxl: commit: option '--decoder' needs a value"},
+	};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", cli, bad[i].args);
+		FILE *f = popen(cmd, "r");
+		size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+		int st = f ? pclose(f) : -1;
+		const char *nl;
+
+		out[n] = 0;
+		nl = strchr(out, '\n');
+		ok(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, bad[i].needle) && nl &&
+		       !nl[1],
+		   "vcxl %s: exit 2, one line (%s)", bad[i].args, bad[i].needle);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
@@ -156,6 +183,7 @@ int main(int argc, char **argv)
 	   "--version: %.*s", (int)strcspn(out, "\n"), out);
 	test_refusals(bin);
 	test_config(bin);
+	test_cli(h_cli_bin(argc, argv));
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
