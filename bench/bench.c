@@ -577,6 +577,91 @@ static void bench_malformed(void)
 	       a.median / b.median >= 0.9);
 }
 
+/* ---- liveness: a neighbour's worst round trip ------------------------------ */
+
+/* Device 0's client starts a job whose DMA_WRITEs (a window without an fd) it
+ * never answers; device 1's client measures its REGION_READ round trips for
+ * duration_ms: the worst one in ms. */
+static double neighbour_stall_worst_ms(const char *s0, const char *s1, int duration_ms)
+{
+	struct vcxl_client *a = connect_or_die(s0), *b = connect_or_die(s1);
+	uint8_t msg[sizeof(struct vfio_user_hdr) + sizeof(struct vfio_user_region_access) + 4];
+	struct vfio_user_hdr hh = {
+	    .msg_id = 0x77, .command = VFIO_USER_REGION_WRITE, .msg_size = sizeof(msg)};
+	struct vfio_user_region_access ra = {.offset = ACCEL_REG_DOORBELL, .region = 2, .count = 4};
+	uint32_t go = ACCEL_DOORBELL_GO, v;
+	double worst = 0, start;
+
+	if (vcxl_client_dma_map(a, 0x40000000, 1 << 20,
+				VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE, -1, 0,
+				NULL) ||
+	    vcxl_client_write32(a, 2, ACCEL_REG_JOB_OP, ACCEL_OP_FILL) ||
+	    vcxl_client_write32(a, 2, ACCEL_REG_JOB_FLAGS, ACCEL_JOBF_DST_HOST) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_DST, 0x40000000) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_LEN, 3 * 65536)) {
+		fprintf(stderr, "bench: neighbour setup failed\n");
+		exit(1);
+	}
+	memcpy(msg, &hh, sizeof(hh));
+	memcpy(msg + sizeof(hh), &ra, sizeof(ra));
+	memcpy(msg + sizeof(hh) + sizeof(ra), &go, 4);
+	vcxl_client_send_bytes(a, msg, sizeof(msg), NULL, 0);
+	start = now_ns();
+	while ((now_ns() - start) / 1e6 < duration_ms) {
+		double t0 = now_ns();
+		if (vcxl_client_read32(b, 7, 0, &v)) {
+			fprintf(stderr, "bench: neighbour read failed\n");
+			exit(1);
+		}
+		double ms = (now_ns() - t0) / 1e6;
+		if (ms > worst)
+			worst = ms;
+	}
+	vcxl_client_close(a);
+	vcxl_client_close(b);
+	return worst;
+}
+
+/* The same round trips with device 0's client idle. */
+static double neighbour_idle_worst_ms(const char *s1, int duration_ms)
+{
+	struct vcxl_client *b = connect_or_die(s1);
+	double worst = 0, start = now_ns();
+	uint32_t v;
+
+	while ((now_ns() - start) / 1e6 < duration_ms) {
+		double t0 = now_ns();
+		vcxl_client_read32(b, 7, 0, &v);
+		double ms = (now_ns() - t0) / 1e6;
+		if (ms > worst)
+			worst = ms;
+	}
+	vcxl_client_close(b);
+	return worst;
+}
+
+static void bench_neighbour(void)
+{
+	const int runs = 3;
+	char sock[300], s0[310], s1[310];
+	double st[3], idle[3];
+	snprintf(sock, sizeof(sock), "%s/nb.sock", tmpdir);
+	snprintf(s0, sizeof(s0), "%s.0", sock);
+	snprintf(s1, sizeof(s1), "%s.1", sock);
+	pid_t srv = start_server(sock, "--devices 2", 2);
+	for (int i = 0; i < runs; i++) {
+		st[i] = neighbour_stall_worst_ms(s0, s1, 2000);
+		idle[i] = neighbour_idle_worst_ms(s1, 2000);
+	}
+	stop_server(srv);
+	cur_runs = runs;
+	struct stat5 a = stats(st, runs), b = stats(idle, runs);
+	report("neighbour_worst_rtt_dma_stall", a, "ms", b, a.median / b.median,
+	       "worst round trip, device 0 stalls DMA / device 0 idle", "bounded (< 100 ms)",
+	       a.max < 100);
+	cur_runs = RUNS;
+}
+
 /* ---- --on-disconnect reset: the scrub ---------------------------------------- */
 
 /* One tenant fills the whole region through its mapping and leaves; the time
@@ -670,6 +755,8 @@ int main(int argc, char **argv)
 			bench_malformed();
 		if (all || !strcmp(s, "scrub"))
 			bench_scrub();
+		if (all || !strcmp(s, "neighbour"))
+			bench_neighbour();
 		if (all)
 			break;
 	}

@@ -47,7 +47,7 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((form
 #define VCXL_SRV_MAX_XFER	(1u << 20) /* max_data_xfer_size the server accepts */
 #define VCXL_SRV_MAX_DMA_MAPS	4096	   /* DMA windows valid at once */
 #define VCXL_SRV_MSG_SLACK	4096	   /* header/struct room above max_data_xfer_size */
-#define VCXL_SRV_MAX_QUEUED	256	   /* client requests queued during a DMA wait */
+#define VCXL_SRV_MAX_QUEUED	256	   /* client requests queued during its DMA wait */
 #define VCXL_SRV_DMA_TIMEOUT_MS 5000	   /* wait for the client's DMA_READ/WRITE reply */
 #define VCXL_SRV_PGSIZE		4096ull
 
@@ -247,6 +247,11 @@ int vcxl_conn_on_writable(struct vcxl_conn *c);
  * fair. 1: more are pending (call again without waiting), 0, or -errno. */
 int vcxl_conn_drain(struct vcxl_conn *c);
 bool vcxl_conn_wants_write(const struct vcxl_conn *c);
+/* A request handler waits for this client (server->client DMA): the device's
+ * operation is suspended; do not run the device's timers meanwhile. */
+bool vcxl_conn_busy(const struct vcxl_conn *c);
+/* ms until that wait's deadline (call vcxl_conn_drain then), -1 for none. */
+int vcxl_conn_timeout(const struct vcxl_conn *c);
 /* True when the connection must be closed (fatal error seen). */
 bool vcxl_conn_dead(const struct vcxl_conn *c);
 void vcxl_conn_get_stats(const struct vcxl_conn *c, struct vcxl_conn_stats *st);

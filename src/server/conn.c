@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * One struct vcxl_conn per connected client: creation binds it to its device
- * (DMA ops, IRQ handler), the event loop drives it through vcxl_conn_*, and
- * requests that arrive during a server->client DMA wait are queued here.
+ * (DMA ops, IRQ handler), the event loop drives it through vcxl_conn_*.
+ *
+ * Dispatch: a request whose handler may have to wait for the client (the
+ * client mapped a DMA window without an fd, so device DMA there takes
+ * DMA_READ/DMA_WRITE messages) runs on the connection's coroutine. When the
+ * device's DMA waits for the client's reply, the handler yields: the loop
+ * serves every other device, this client's further requests are queued
+ * (bounded), its reply resumes the handler, and a client that never answers
+ * fails only its own device's operation at dma_timeout_ms (-ETIMEDOUT). One
+ * DMA request is outstanding per device at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,12 +82,88 @@ struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct
 	return c;
 }
 
+/* The coroutine's body: one request, then back to the loop. */
+static void conn_co_main(void *opaque)
+{
+	struct vcxl_conn *c = opaque;
+	struct vcxl_msg *m = c->co_msg;
+
+	c->co_msg = NULL;
+	conn_handle_request(c, m);
+}
+
+/* Continue the suspended handler (its reply came, or the wait ended). */
+static void conn_co_resume(struct vcxl_conn *c)
+{
+	c->co_busy = !coro_resume(c->co);
+}
+
+struct vcxl_msg *conn_dma_wait(struct vcxl_conn *c)
+{
+	struct vcxl_msg *m;
+
+	c->dma_reply = NULL;
+	c->dma_err = 0;
+	c->dma_deadline = now_ms() + c->cfg.dma_timeout_ms;
+	coro_yield(c->co);
+	m = c->dma_reply;
+	c->dma_reply = NULL;
+	return m;
+}
+
+/* Can this client's requests make the device wait for it? Only DMA into a
+ * window without an fd does; windows change only between requests. */
+static bool conn_may_wait(const struct vcxl_conn *c)
+{
+	for (unsigned i = 0; i < c->dma.n; i++)
+		if (!c->dma.maps[i].ptr)
+			return true;
+	return false;
+}
+
+static void conn_dispatch(struct vcxl_conn *c, struct vcxl_msg *m)
+{
+	if ((m->hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY) {
+		if (c->co_busy && !c->dma_reply && m->hdr.msg_id == c->dma_id &&
+		    m->hdr.command == c->dma_cmd) {
+			c->dma_reply = m;
+			conn_co_resume(c);
+			return;
+		}
+		proto_err(c, m, "reply to no outstanding request");
+		c->st.proto_errors++;
+		conn_msg_free(m);
+		return;
+	}
+	if (c->co_busy) {
+		conn_queue_msg(c, m);
+		if (c->q_len > VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES) {
+			c->dma_err = -ENOBUFS; /* the client floods instead of answering */
+			conn_co_resume(c);
+		}
+		return;
+	}
+	if (!conn_may_wait(c) || (!c->co && coro_create(&c->co))) {
+		conn_handle_request(c, m);
+		return;
+	}
+	c->co_msg = m;
+	c->co_busy = !coro_start(c->co, conn_co_main, c);
+}
+
 void vcxl_conn_destroy(struct vcxl_conn *c)
 {
 	struct vcxl_msg *m;
 
 	if (!c)
 		return;
+	/* a handler waiting for this client ends first, with the device's error */
+	c->dead = true;
+	for (int i = 0; c->co_busy && i < 16; i++) {
+		c->dma_err = -ECONNRESET;
+		conn_co_resume(c);
+	}
+	coro_destroy(c->co);
 	c->ops->set_dma(c->dev, &conn_nodev_dma_ops, NULL);
 	c->ops->set_irq_handler(c->dev, conn_nodev_irq, NULL);
 	while ((m = conn_dequeue_msg(c)))
@@ -113,28 +197,46 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
  * or in the read-ahead buffer) get no EPOLLIN wake-up of their own. */
 static bool conn_pending(const struct vcxl_conn *c)
 {
-	return c->q_head || c->rb_off < c->rb_len;
+	return (c->q_head && !c->co_busy) || c->rb_off < c->rb_len;
+}
+
+/* One message: a queued request (when no handler waits) or the next one from
+ * the transport. false when there was none (or the stream broke). */
+static bool conn_step(struct vcxl_conn *c)
+{
+	struct vcxl_msg *m = NULL;
+	int rc;
+
+	if (c->q_head && !c->co_busy) {
+		conn_dispatch(c, conn_dequeue_msg(c));
+		return true;
+	}
+	rc = conn_rx_step(c, &m);
+	if (rc < 0) {
+		conn_kill(c, rc);
+		return false;
+	}
+	if (rc == 0)
+		return false;
+	conn_dispatch(c, m);
+	return true;
+}
+
+/* A handler waiting past its deadline resumes with -ETIMEDOUT. */
+static void conn_check_deadline(struct vcxl_conn *c)
+{
+	if (c->co_busy && !c->dma_reply && now_ms() >= c->dma_deadline) {
+		c->dma_err = -ETIMEDOUT;
+		conn_co_resume(c);
+	}
 }
 
 int vcxl_conn_drain(struct vcxl_conn *c)
 {
-	for (int i = 0; i < CONN_BATCH && conn_pending(c) && !c->dead && !c->tx_head; i++) {
-		struct vcxl_msg *m = NULL;
-		int rc;
-
-		if (c->q_head) {
-			conn_handle_msg(c, conn_dequeue_msg(c));
-			continue;
-		}
-		rc = conn_rx_step(c, &m);
-		if (rc < 0) {
-			conn_kill(c, rc);
+	conn_check_deadline(c);
+	for (int i = 0; i < CONN_BATCH && conn_pending(c) && !c->dead && !c->tx_head; i++)
+		if (!conn_step(c))
 			break;
-		}
-		if (rc == 0)
-			break;
-		conn_handle_msg(c, m);
-	}
 	if (c->dead)
 		return c->dead_err;
 	return conn_pending(c) && !c->tx_head ? 1 : 0;
@@ -143,24 +245,10 @@ int vcxl_conn_drain(struct vcxl_conn *c)
 int vcxl_conn_on_readable(struct vcxl_conn *c)
 {
 	for (int i = 0; i < CONN_BATCH && !c->dead && !c->tx_head; i++) {
-		struct vcxl_msg *m = NULL;
-		int rc;
-
-		if (c->q_head) {
-			conn_handle_msg(c, conn_dequeue_msg(c));
-			continue;
-		}
-		rc = conn_rx_step(c, &m);
-		if (rc < 0) {
-			conn_kill(c, rc);
+		if (!conn_step(c))
 			break;
-		}
-		if (rc == 0)
-			break;
-		conn_handle_msg(c, m);
-		if (c->cfg.max_batch && (unsigned)i + 1 >= c->cfg.max_batch && !c->q_head &&
-		    c->rb_off == c->rb_len) /* read-ahead bytes get no wake-up: go on */
-			break;
+		if (c->cfg.max_batch && (unsigned)i + 1 >= c->cfg.max_batch && !conn_pending(c))
+			break; /* read-ahead bytes get no wake-up: go on while there are some */
 	}
 	return c->dead ? c->dead_err : 0;
 }
@@ -185,6 +273,21 @@ bool vcxl_conn_wants_write(const struct vcxl_conn *c)
 bool vcxl_conn_dead(const struct vcxl_conn *c)
 {
 	return c->dead;
+}
+
+bool vcxl_conn_busy(const struct vcxl_conn *c)
+{
+	return c->co_busy;
+}
+
+int vcxl_conn_timeout(const struct vcxl_conn *c)
+{
+	int64_t left;
+
+	if (!c->co_busy)
+		return -1;
+	left = c->dma_deadline - now_ms();
+	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
 void vcxl_conn_get_stats(const struct vcxl_conn *c, struct vcxl_conn_stats *st)

@@ -3,7 +3,8 @@
  * Private to src/server: one struct vcxl_conn per connected client, shared by
  * the files that serve it:
  *   conn.c      lifecycle and the entry points the event loop calls
- *               (vcxl_conn_*), the queue of requests held during a DMA wait
+ *               (vcxl_conn_*), message dispatch: handlers on the coroutine
+ *               (coro.c) when they may wait, requests queued meanwhile
  *   framing.c   messages <-> the byte stream: reassembly from the read-ahead
  *               buffer, fds, header checks, the output queue, replies
  *   protocol.c  per-command validation and dispatch: VERSION, DMA_MAP/UNMAP,
@@ -11,7 +12,8 @@
  *   irq.c       IRQ state: eventfds per index/vector, masks, arming the
  *               device's vectors, GET_IRQ_INFO/SET_IRQS
  *   dma_xfer.c  the device's DMA into client memory: mmapped windows or
- *               server->client DMA_READ/DMA_WRITE messages
+ *               server->client DMA_READ/DMA_WRITE messages (the handler's
+ *               coroutine yields until the reply)
  * transport.c (sockets, buffer) and dma.c (the DMA map table) sit below.
  */
 #ifndef VCXL_SERVER_CONN_H
@@ -19,6 +21,7 @@
 
 #include <time.h>
 
+#include "coro.h"
 #include "vcxl/server.h"
 
 #define CONN_BATCH	 64
@@ -59,7 +62,7 @@ struct vcxl_conn {
 	uint32_t num_regions, num_irqs;
 	size_t msg_cap;
 
-	bool negotiated, dead, in_dma_wait, write_multi;
+	bool negotiated, dead, write_multi;
 	int dead_err;
 	uint32_t client_max_xfer, client_max_fds;
 
@@ -81,6 +84,16 @@ struct vcxl_conn {
 	bool pbad, pfd_have;
 	uint64_t pfd_owner;
 	struct vcxl_msg *q_head, *q_tail; /* requests queued during a DMA wait */
+	/* A handler that may wait for its client (server->client DMA) runs on
+	 * the connection's coroutine; while it waits (co_busy), the client's
+	 * further requests are queued and the loop serves everyone else. */
+	struct coro *co;
+	struct vcxl_msg *co_msg; /* the request it handles */
+	bool co_busy;
+	uint16_t dma_id, dma_cmd;   /* the one outstanding DMA request */
+	struct vcxl_msg *dma_reply; /* its reply once it came */
+	int dma_err;		    /* why the wait ended without one */
+	int64_t dma_deadline;	    /* ms, CLOCK_MONOTONIC */
 	size_t q_bytes;
 	unsigned q_len;
 	struct vcxl_tx *tx_head, *tx_tail;
@@ -134,7 +147,6 @@ void conn_msg_free(struct vcxl_msg *m);
 void conn_kill(struct vcxl_conn *c, int err);
 int conn_tx_flush(struct vcxl_conn *c);
 int conn_send(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd);
-int conn_tx_flush_wait(struct vcxl_conn *c, int64_t deadline);
 void conn_send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply *r);
 /* Receive more of the current message: 1 = complete (*out), 0 = would block, <0 = close. */
 int conn_rx_step(struct vcxl_conn *c, struct vcxl_msg **out);
@@ -143,7 +155,8 @@ int conn_rx_step(struct vcxl_conn *c, struct vcxl_msg **out);
 bool conn_msg_no_fds(struct vcxl_conn *c, struct vcxl_msg *m);
 bool conn_msg_take(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r, void *dst, size_t len);
 void conn_dma_unmap_device(void *opaque, const struct vcxl_dma_map *dm);
-void conn_handle_msg(struct vcxl_conn *c, struct vcxl_msg *m);
+/* Validate and serve one request (replies are conn.c's). */
+void conn_handle_request(struct vcxl_conn *c, struct vcxl_msg *m);
 
 /* irq.c */
 int conn_handle_irq_info(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r);
@@ -160,5 +173,8 @@ extern const struct vcxl_dma_ops conn_nodev_dma_ops;
 /* conn.c */
 void conn_queue_msg(struct vcxl_conn *c, struct vcxl_msg *m);
 struct vcxl_msg *conn_dequeue_msg(struct vcxl_conn *c);
+/* The handler's coroutine: wait for the outstanding DMA's reply (NULL:
+ * c->dma_err says why: -ETIMEDOUT, -ENOBUFS, -ECONNRESET). Only on it. */
+struct vcxl_msg *conn_dma_wait(struct vcxl_conn *c);
 
 #endif /* VCXL_SERVER_CONN_H */

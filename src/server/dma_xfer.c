@@ -3,56 +3,18 @@
  * The device's DMA into client memory: through mmapped DMA windows
  * (fd-backed guest RAM) or with server->client DMA_READ/DMA_WRITE.
  *
- * Server->client DMA is synchronous: the request is sent, then the socket is
- * read until the matching reply arrives; client requests that arrive in the
- * meantime are queued (bounded) and handled, in order, once the DMA is done.
- * While one device waits for its client, other devices are not served (the
- * wait is bounded by dma_timeout_ms); mmapped DMA (fd-backed guest RAM) never
- * waits.
+ * Server->client DMA never blocks the loop: the handler that drives the
+ * device runs on its connection's coroutine (conn.c), sends the request and
+ * yields; the loop serves everyone else and resumes it with the reply, or
+ * with -ETIMEDOUT after dma_timeout_ms, -ENOBUFS when the client floods
+ * instead of answering, -ECONNRESET when it leaves. The error is the
+ * device's operation's alone. mmapped DMA (fd-backed guest RAM) never waits.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
-
-/* Read until the reply to (id, cmd) arrives; other requests are queued. */
-static int dma_wait_reply(struct vcxl_conn *c, uint16_t id, uint16_t cmd, int64_t deadline,
-			  struct vcxl_msg **out)
-{
-	for (;;) {
-		struct vcxl_msg *m = NULL;
-		int rc = conn_rx_step(c, &m);
-
-		if (rc < 0) {
-			conn_kill(c, rc);
-			return -EIO;
-		}
-		if (rc == 0) {
-			int64_t left = deadline - now_ms();
-
-			if (left <= 0)
-				return -ETIMEDOUT;
-			rc = c->io->wait(c->io_opaque, false, (int)left);
-			if (rc)
-				return rc;
-			continue;
-		}
-		if ((m->hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY) {
-			if (m->hdr.msg_id == id && m->hdr.command == cmd) {
-				*out = m;
-				return 0;
-			}
-			proto_err(c, m, "reply to no outstanding request");
-			c->st.proto_errors++;
-			conn_msg_free(m);
-			continue;
-		}
-		conn_queue_msg(c, m);
-		if (c->q_len > VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES)
-			return -ENOBUFS;
-	}
-}
 
 /* One DMA_READ/DMA_WRITE exchange, QEMU 10.x layout {u64 addr; u32 count; data; pad[4]}. */
 static int dma_msg_xfer(struct vcxl_conn *c, bool write, uint64_t addr, void *buf, uint32_t count)
@@ -62,15 +24,14 @@ static int dma_msg_xfer(struct vcxl_conn *c, bool write, uint64_t addr, void *bu
 	    .msg_id = c->next_id++, .command = cmd, .flags = VFIO_USER_F_TYPE_CMD};
 	struct vfio_user_dma_rw rw = {.addr = addr, .count = count};
 	static const uint8_t pad[VFIO_USER_DMA_RW_PAD];
-	int64_t deadline = now_ms() + c->cfg.dma_timeout_ms;
 	struct vcxl_msg *m = NULL;
 	struct iovec iov[4];
 	int n = 0, rc;
 
 	if (c->dead)
 		return -EIO;
-	if (c->in_dma_wait)
-		return -EBUSY;
+	if (!coro_running(c->co))
+		return -EWOULDBLOCK; /* only a handler on the coroutine may wait */
 	h.msg_size = (uint32_t)(sizeof(h) + sizeof(rw) + (write ? count : 0) + sizeof(pad));
 	iov[n++] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
 	iov[n++] = (struct iovec){.iov_base = &rw, .iov_len = sizeof(rw)};
@@ -78,14 +39,15 @@ static int dma_msg_xfer(struct vcxl_conn *c, bool write, uint64_t addr, void *bu
 		iov[n++] = (struct iovec){.iov_base = buf, .iov_len = count};
 	iov[n++] = (struct iovec){.iov_base = (void *)pad, .iov_len = sizeof(pad)};
 
-	c->in_dma_wait = true;
-	rc = conn_send(c, iov, n, -1);
-	if (!rc)
-		rc = conn_tx_flush_wait(c, deadline);
-	if (!rc)
-		rc = dma_wait_reply(c, h.msg_id, cmd, deadline, &m);
-	c->in_dma_wait = false;
+	c->dma_id = h.msg_id;
+	c->dma_cmd = cmd;
 	c->st.dma_msgs++;
+	rc = conn_send(c, iov, n, -1); /* what the socket does not take now is queued */
+	if (!rc) {
+		m = conn_dma_wait(c);
+		if (!m)
+			rc = c->dma_err ? c->dma_err : -EIO;
+	}
 	if (rc) {
 		vcxl_log(VCXL_LOG_WARN, "%s: DMA %s 0x%llx+%u: %s", conn_name(c),
 			 write ? "write" : "read", (unsigned long long)addr, count, strerror(-rc));

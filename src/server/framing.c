@@ -120,23 +120,6 @@ int conn_send(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd)
 	return 0;
 }
 
-/* Flush the output queue, waiting for the socket (DMA path only). */
-int conn_tx_flush_wait(struct vcxl_conn *c, int64_t deadline)
-{
-	int rc;
-
-	while ((rc = conn_tx_flush(c)) == -EAGAIN) {
-		int64_t left = deadline - now_ms();
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		rc = c->io->wait(c->io_opaque, true, (int)left);
-		if (rc)
-			return rc;
-	}
-	return rc;
-}
-
 void conn_send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply *r)
 {
 	struct vfio_user_hdr h = {

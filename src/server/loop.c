@@ -263,7 +263,9 @@ static int loop_service(struct vcxl_loop *l)
 
 	for (unsigned i = 0; i < l->n; i++) {
 		struct loop_dev *d = l->devs[i];
-		int t = d->ops->poll ? d->ops->poll(d->dev) : -1;
+		/* a device whose operation waits for its client is left alone */
+		bool busy = d->conn && vcxl_conn_busy(d->conn);
+		int t = d->ops->poll && !busy ? d->ops->poll(d->dev) : -1;
 
 		timeout = vcxl_min_timeout(timeout, t);
 		if (d->conn) {
@@ -275,6 +277,7 @@ static int loop_service(struct vcxl_loop *l)
 			}
 			if (rc > 0)
 				timeout = 0;
+			timeout = vcxl_min_timeout(timeout, vcxl_conn_timeout(d->conn));
 			loop_update_events(l, d);
 		}
 	}

@@ -589,7 +589,7 @@ static int handle_reset(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r
 	return 0;
 }
 
-static void handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
+void conn_handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
 {
 	struct reply r = {.fd = -1};
 	bool no_reply = m->hdr.flags & VFIO_USER_F_NO_REPLY;
@@ -655,15 +655,4 @@ static void handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
 		conn_send_reply(c, m, &r);
 	free(r.heap);
 	conn_msg_free(m); /* closes any fd a handler did not take */
-}
-
-void conn_handle_msg(struct vcxl_conn *c, struct vcxl_msg *m)
-{
-	if ((m->hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY) {
-		proto_err(c, m, "unexpected reply (no request outstanding)");
-		c->st.proto_errors++;
-		conn_msg_free(m);
-		return;
-	}
-	handle_request(c, m);
 }

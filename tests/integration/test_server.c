@@ -7,14 +7,16 @@
  * unrecoverable streams closed, pipelined requests (more than one batch in
  * one write) all answered on two devices at once, eventfds checked and never
  * blocking the server, --on-disconnect reset (no byte of one tenant for the
- * next) and keep (all of it for a reconnecting client), and a clean SIGTERM
- * exit.
+ * next) and keep (all of it for a reconnecting client), a neighbour's round
+ * trip bounded while device 0 stalls DMA / floods / holds a full eventfd, and
+ * a clean SIGTERM exit.
  */
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
 #include "tap.h"
 #include "integration/harness.h"
+#include "vcxl/model.h"
 
 static const uint32_t RW = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
 
@@ -499,6 +501,125 @@ static void test_on_disconnect(struct harness *h, int argc, char **argv)
 	h_cleanup(&k);
 }
 
+/* Device 0's client misbehaves while device 1's client measures its REGION_READ
+ * round trips: the worst one in ms, or -1 if a read failed. */
+static double neighbour_worst_ms(struct vcxl_client *b, int duration_ms)
+{
+	double worst = 0;
+	struct timespec s, t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	for (;;) {
+		uint32_t v = 0;
+		double ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (vcxl_client_read32(b, 7, 0, &v) || v != 0x0d948086)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms =
+		    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		if (ms > worst)
+			worst = ms;
+		if ((t1.tv_sec - s.tv_sec) * 1000 + (t1.tv_nsec - s.tv_nsec) / 1000000 >=
+		    duration_ms)
+			return worst;
+	}
+}
+
+/* A job whose DMA_WRITEs (into a window without an fd) device 0's client
+ * never answers: the doorbell is sent, nothing is read back. */
+static int stall_dma(struct vcxl_client *a)
+{
+	uint8_t msg[sizeof(struct vfio_user_hdr) + sizeof(struct vfio_user_region_access) + 4];
+	struct vfio_user_hdr hh = {
+	    .msg_id = 0x77, .command = VFIO_USER_REGION_WRITE, .msg_size = sizeof(msg)};
+	struct vfio_user_region_access ra = {.offset = ACCEL_REG_DOORBELL, .region = 2, .count = 4};
+	uint32_t go = ACCEL_DOORBELL_GO;
+
+	if (vcxl_client_dma_map(a, 0x40000000, 1 << 20, RW, -1, 0, NULL) ||
+	    vcxl_client_write32(a, 2, ACCEL_REG_JOB_OP, ACCEL_OP_FILL) ||
+	    vcxl_client_write32(a, 2, ACCEL_REG_JOB_FLAGS, ACCEL_JOBF_DST_HOST) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_DST, 0x40000000) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_LEN, 3 * 65536) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_PATTERN, 0x1122334455667788ull))
+		return -EIO;
+	memcpy(msg, &hh, sizeof(hh));
+	memcpy(msg + sizeof(hh), &ra, sizeof(ra));
+	memcpy(msg + sizeof(hh) + sizeof(ra), &go, 4);
+	return vcxl_client_send_bytes(a, msg, sizeof(msg), NULL, 0);
+}
+
+/* Liveness: while device 0's client stalls its DMA, floods requests without
+ * reading replies, or holds a blocking eventfd at a full counter, device 1's
+ * round trip stays bounded (generous bound; make bench has the figure). */
+static void test_neighbour(struct harness *h)
+{
+	char s0[160], s1[160];
+	struct vcxl_client *a, *b;
+	double w;
+
+	h_dev_sock(h, 0, s0, sizeof(s0));
+	h_dev_sock(h, 1, s1, sizeof(s1));
+	if (vcxl_client_connect(s0, &a) || vcxl_client_connect(s1, &b)) {
+		ok(0, "neighbour: connect");
+		return;
+	}
+	is(stall_dma(a), 0, "device 0: a job doing DMA its client never answers");
+	w = neighbour_worst_ms(b, 1500);
+	ok(w >= 0 && w < 1000, "device 1 served while device 0's DMA stalls: worst %.1f ms", w);
+	{
+		/* the client that never answers fails its own device's job, at the
+		 * DMA timeout, with the device's error */
+		uint32_t st = 0;
+
+		h_sleep_ms(VCXL_SRV_DMA_TIMEOUT_MS - 1500 + 500);
+		is(vcxl_client_read32(a, 2, ACCEL_REG_STATUS, &st), 0, "device 0 answers again");
+		ok(st & ACCEL_STATUS_ERROR, "its job ended in ERROR (status 0x%x)", st);
+		ok(h_log_count(h, "dev0: DMA write 0x40000000+65536: Connection timed out") == 1,
+		   "the timeout is logged for device 0 only");
+	}
+	vcxl_client_close(a); /* gone; reconnect below */
+	if (vcxl_client_connect(s0, &a) || stall_dma(a)) {
+		ok(0, "device 0: a second stalled job");
+		vcxl_client_close(b);
+		return;
+	}
+	h_sleep_ms(100);
+	vcxl_client_close(a); /* gone with its DMA outstanding */
+	if (vcxl_client_connect(s0, &a)) {
+		ok(0, "device 0: reconnect after the stalled DMA");
+		vcxl_client_close(b);
+		return;
+	}
+	{
+		/* a flood: 2000 pipelined reads, no reply read */
+		is(send_pipelined_reads(a, 2000, 1), 0, "device 0: 2000 requests, replies unread");
+		w = neighbour_worst_ms(b, 500);
+		ok(w >= 0 && w < 1000, "device 1 served during device 0's flood: worst %.1f ms", w);
+	}
+	vcxl_client_close(a);
+	if (vcxl_client_connect(s0, &a) == 0) {
+		int efd = eventfd(0, EFD_CLOEXEC);
+		const uint64_t full = 0xfffffffffffffffeull;
+
+		vcxl_client_set_irqs(a, VFIO_PCI_MSIX_IRQ_INDEX,
+				     VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 1,
+				     &efd, 1, NULL);
+		if (write(efd, &full, 8) != 8)
+			diag("eventfd fill failed");
+		vcxl_client_set_irqs(a, VFIO_PCI_MSIX_IRQ_INDEX,
+				     VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 1,
+				     NULL, 0, NULL);
+		w = neighbour_worst_ms(b, 300);
+		ok(w >= 0 && w < 1000,
+		   "device 1 served while device 0 holds a full eventfd: worst %.1f ms", w);
+		close(efd);
+		vcxl_client_close(a);
+	}
+	vcxl_client_close(b);
+}
+
 int main(int argc, char **argv)
 {
 	struct harness h = {.cli = h_cli_bin(argc, argv)};
@@ -520,6 +641,7 @@ int main(int argc, char **argv)
 	test_pipelining(&h);
 	test_eventfds(&h);
 	test_on_disconnect(&h, argc, argv);
+	test_neighbour(&h);
 	is(h_stop(&h), 0, "SIGTERM: exit 0");
 	ok(access(s0, F_OK) != 0 && access(s1, F_OK) != 0, "both sockets removed");
 	if (tap_failed)
