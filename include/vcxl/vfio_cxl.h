@@ -98,6 +98,9 @@ void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info);
  * that vcxl_vdev_reset had to program it again. */
 struct vcxl_vdev_stats {
 	uint64_t resets, region_restores;
+	/* every reset applied, by kind: the guest's FLR and CXL Reset, DEVICE_RESET
+	 * (VFIO), and a client's disconnect */
+	uint64_t flr, cxl_reset, device_reset, disconnect;
 };
 void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st);
 int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregion_info *ri);

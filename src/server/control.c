@@ -24,6 +24,12 @@
 #include "control.h"
 #include "vcxl/vfio_user.h"
 
+/* meson passes the project version; a build outside meson (tests/e2e/hw links
+ * main.c statically) still compiles */
+#ifndef VCXL_VERSION
+#define VCXL_VERSION "unknown"
+#endif
+
 struct ctl_client {
 	int fd;
 	char buf[VCXL_CONTROL_LINE_MAX + 1];

@@ -23,6 +23,12 @@
 #include "vcxl/server.h"
 #include "vcxl/vfio_cxl.h"
 
+/* meson passes the project version; a build outside meson (tests/e2e/hw links
+ * main.c statically) still compiles */
+#ifndef VCXL_VERSION
+#define VCXL_VERSION "unknown"
+#endif
+
 #define MAX_DEVICES 64
 
 /* long options without a short one */
@@ -534,6 +540,10 @@ static void describe_device(void *opaque, unsigned i, struct json_object *d)
 	json_object_object_add(d, "guest_decoders", g);
 	if (s->vdev)
 		vcxl_vdev_get_stats(s->vdev, &vs);
+	json_object_object_add(rs, "flr", json_object_new_int64((int64_t)vs.flr));
+	json_object_object_add(rs, "cxl_reset", json_object_new_int64((int64_t)vs.cxl_reset));
+	json_object_object_add(rs, "device_reset", json_object_new_int64((int64_t)vs.device_reset));
+	json_object_object_add(rs, "disconnect", json_object_new_int64((int64_t)vs.disconnect));
 	json_object_object_add(rs, "device", json_object_new_int64((int64_t)vs.resets));
 	json_object_object_add(rs, "region_restores",
 			       json_object_new_int64((int64_t)vs.region_restores));

@@ -219,7 +219,12 @@ static void print_device(struct json_object *d)
 		kv("Interrupts:", "%lld", (long long)jint(cnt, "interrupts"));
 	}
 	if (json_object_object_get_ex(d, "resets", &rs))
-		kv("Resets:", "%lld device resets, %lld host region restores",
+		kv("Resets:",
+		   "FLR %lld, CXL Reset %lld, DEVICE_RESET %lld, disconnect %lld (device %lld, "
+		   "host "
+		   "region restored %lld)",
+		   (long long)jint(rs, "flr"), (long long)jint(rs, "cxl_reset"),
+		   (long long)jint(rs, "device_reset"), (long long)jint(rs, "disconnect"),
 		   (long long)jint(rs, "device"), (long long)jint(rs, "region_restores"));
 }
 

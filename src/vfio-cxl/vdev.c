@@ -550,6 +550,7 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 	const struct vdev_reset_effect *e = &vdev_reset_table[kind];
 	int rc = 0;
 
+	v->resets_by_kind[kind]++;
 	if (e->device) {
 		if (v->be->ops->reset)
 			rc = v->be->ops->reset(v->be->dev, VCXL_RESET_FLR);
@@ -593,6 +594,11 @@ void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)
 {
 	st->resets = v->flrs;
 	st->region_restores = v->region_restores;
+	st->flr = v->resets_by_kind[VDEV_RESET_FLR];
+	st->cxl_reset = v->resets_by_kind[VDEV_RESET_CXL];
+	st->device_reset = v->resets_by_kind[VDEV_RESET_VFIO];
+	st->disconnect =
+	    v->resets_by_kind[VDEV_RESET_GONE_KEEP] + v->resets_by_kind[VDEV_RESET_GONE_RESET];
 }
 
 int vcxl_vdev_client_gone(struct vcxl_vdev *v, enum vcxl_on_disconnect policy)

@@ -36,7 +36,7 @@ enum vcfg_route {
  * (at most VCXL_BAR_MAX_AREAS + 1) fit with room to spare; a BAR that would
  * need more is not mmappable at all (vbar_build says so), never truncated. */
 #define VBAR_MAX_HOLES 16
-#define VBAR_MSIX_MAX 2048 /* PCI 3.0 6.8.2.3: Table Size is 11 bits */
+#define VBAR_MSIX_MAX  2048 /* PCI 3.0 6.8.2.3: Table Size is 11 bits */
 
 struct vcxl_vbar {
 	struct vcxl_bar_info bi;
@@ -47,6 +47,9 @@ struct vcxl_vbar {
 	bool mmap;
 	bool holes_overflow; /* a trapped range did not fit: no mmap */
 };
+
+/* room for the reset kinds (enum vdev_reset, below) */
+#define VDEV_RESET_KINDS_MAX 8
 
 struct vcxl_vdev {
 	struct vcxl_backend *be;
@@ -92,7 +95,8 @@ struct vcxl_vdev {
 	vcxl_hdm_notify_fn hdm_notify;
 	void *hdm_notify_opaque;
 	uint64_t virtual_cxl_resets, flrs, region_restores;
-	bool gone_logged; /* the backend reported the device gone */
+	uint64_t resets_by_kind[VDEV_RESET_KINDS_MAX]; /* vdev_reset_apply() calls */
+	bool gone_logged;			       /* the backend reported the device gone */
 };
 
 #define vdev_err vcxl_errf /* src/common/errmsg.h */
@@ -121,6 +125,7 @@ enum vdev_reset {
 	VDEV_RESET_GONE_RESET, /* client disconnected, --on-disconnect reset */
 	VDEV_RESET_KINDS,
 };
+_Static_assert(VDEV_RESET_KINDS <= VDEV_RESET_KINDS_MAX, "resets_by_kind holds every kind");
 int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind);
 
 /* vcomp.c */

@@ -233,6 +233,8 @@ static void test_attached(struct harness *h, const char *ctl)
 	for (int i = 0; i < 10; i++)
 		vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v);
 	ok(vcxl_client_read32(c, 99, 0, &v) < 0, "a REGION_READ of region 99 is refused");
+	is(vcxl_client_reset(c), 0, "DEVICE_RESET");
+	is(guest_commit(c, &info), 0, "decoder 0 committed again after the reset");
 
 	snprintf(args, sizeof(args), "status %s --json", h->sock);
 	rc = run_cli(h->cli, args, out, sizeof(out));
@@ -257,8 +259,11 @@ static void test_attached(struct harness *h, const char *ctl)
 	   "counters: REGION_READ %lld, VERSION 1, EINVAL %lld",
 	   (long long)geti(j, "devices.0.counters.messages_by_command.REGION_READ"),
 	   (long long)geti(j, "devices.0.counters.errors_by_errno.EINVAL"));
-	ok(geti(j, "uptime_ms") >= 0 && get(j, "log_level") && get(j, "devices.0.resets.device"),
-	   "uptime, log level and resets reported");
+	ok(geti(j, "uptime_ms") >= 0 && get(j, "log_level"), "uptime and log level reported");
+	ok(geti(j, "devices.0.resets.device_reset") == 1 && geti(j, "devices.0.resets.flr") == 0 &&
+	       geti(j, "devices.0.resets.disconnect") == 0 &&
+	       geti(j, "devices.0.counters.messages_by_command.DEVICE_RESET") == 1,
+	   "resets by kind: DEVICE_RESET 1, FLR 0, disconnect 0");
 	json_object_put(j);
 
 	snprintf(args, sizeof(args), "status %s", h->sock);
