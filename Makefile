@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install, make qemu
+# vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install, make qemu, make demo
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,7 +10,7 @@ RUN_ARGS   ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build run test test-asan bench fuzz fuzz-short format clean install buildtypes qemu
+.PHONY: all deps build run test test-asan bench fuzz fuzz-short format clean install buildtypes qemu bench-guest demo
 
 all: build
 
@@ -55,8 +55,20 @@ install: build
 buildtypes:
 	./scripts/buildtypes.sh
 
+# make bench also measures the guest's CXL window (bench-guest) when the CXL-aware QEMU is
+# already built (make qemu); it never builds QEMU itself.
 bench: build
 	./scripts/bench.sh $(BUILD)
+	./scripts/bench-guest.sh $(BUILD) --if-available
+
+# From one guest run: bandwidth through vcxl's committed CXL window vs guest RAM and vs a
+# QEMU cxl-type3 window (builds the CXL-aware QEMU if needed).
+bench-guest: build
+	./scripts/bench-guest.sh $(BUILD)
+
+# The guest's CXL.mem shown end to end (builds or reuses the CXL-aware QEMU and the guest).
+demo: build
+	./scripts/demo.sh $(BUILD)
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Db_lundef=false

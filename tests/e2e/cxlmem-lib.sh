@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# shellcheck shell=bash disable=SC2034 # CXLMEM_* variables are read by the sourcing scripts
+# cxlmem-lib.sh - sourced (bash) by tests/e2e/run-e2e-cxlmem.sh, scripts/bench-guest.sh and
+# scripts/demo.sh: the CXL.mem guest with the CXL-aware QEMU.
+#
+#   cxlmem_qemu                 sets CXLMEM_QEMU to the CXL-aware QEMU, or returns 1 with the
+#                               reason in CXLMEM_WHY: $VCXL_QEMU_CXL, else the last line of
+#                               scripts/qemu-build.sh (builds once, cached under ~/.cache)
+#   cxlmem_guest OUT            kernel + initramfs with /bin/cxlmem-guest and init-cxlmem.sh
+#                               (the Debian 6.1 kernel and base initramfs of build-guest.sh)
+#   cxlmem_seed FILE            device memory seeded as cxlmem-guest.c expects (SEED ^ dpa)
+#   cxlmem_start_server NAME    vcxl-server on the built-in model, 1 GiB, 2 decoders,
+#                               --backing $CXLMEM_TMP/devmem.img (seeded)
+#   cxlmem_boot NAME ARGS [t3]  the guest, cxlmem-guest ARGS; t3: also a QEMU cxl-type3 behind
+#                               its own host bridge and window; returns QEMU's exit status
+#   cxlmem_hostcheck CONSOLE FILE  every HOSTCHECK line of the guest checked in FILE:
+#                               one "ok|FAIL <detail>" line each
+#   cxlmem_stop                 QEMU and the server stopped (by pid), temp dir removed
+#
+# Inputs: CXLMEM_BUILD (meson build dir), CXLMEM_LOGDIR, CXLMEM_QEMU (from cxlmem_qemu).
+# Environment: VCXL_QEMU_CXL (a CXL-aware QEMU binary), VCXL_QEMU_BUILD (the build script,
+# default <repo>/scripts/qemu-build.sh), VCXL_E2E_BUILD_QEMU=0 (never build QEMU),
+# VCXL_E2E_TIMEOUT (seconds per boot, default 300), VCXL_E2E_CACHE (guest cache).
+
+CXLMEM_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CXLMEM_ROOT=$(cd "$CXLMEM_HERE/../.." && pwd)
+CXLMEM_MEM_SIZE=$((1 << 30))
+CXLMEM_GUEST_RAM=1G
+CXLMEM_WHY=""
+CXLMEM_QEMU=""
+CXLMEM_TMP=""
+CXLMEM_SPID=""
+CXLMEM_QPID=""
+# Seeds: 64 KiB, 4 MiB into each of the first three 256 MiB of DPA (cxlmem-guest.c SEED_*)
+CXLMEM_SEED=0x5345454443584c31
+CXLMEM_SEED_DPAS="0x400000 0x10400000 0x20400000"
+CXLMEM_SEED_LEN=0x10000
+
+cxlmem_has_cxl() { # cxlmem_has_cxl QEMU: vfio-user-pci has the x-cxl property
+	"$1" -nodefaults -machine none -device vfio-user-pci,help 2>/dev/null | grep -q 'x-cxl'
+}
+
+cxlmem_qemu() {
+	local script out q log
+	if [ -n "${VCXL_QEMU_CXL:-}" ]; then
+		if [ -x "$VCXL_QEMU_CXL" ] && cxlmem_has_cxl "$VCXL_QEMU_CXL"; then
+			CXLMEM_QEMU=$VCXL_QEMU_CXL
+			return 0
+		fi
+		CXLMEM_WHY="VCXL_QEMU_CXL=$VCXL_QEMU_CXL is not a CXL-aware QEMU (no vfio-user-pci x-cxl)"
+		return 1
+	fi
+	script=${VCXL_QEMU_BUILD:-$CXLMEM_ROOT/scripts/qemu-build.sh}
+	if [ ! -x "$script" ]; then
+		CXLMEM_WHY="no $script (the QEMU patch series, vmm/qemu/, is not in this tree)"
+		return 1
+	fi
+	if [ "${VCXL_E2E_BUILD_QEMU:-1}" = 0 ]; then
+		CXLMEM_WHY="VCXL_E2E_BUILD_QEMU=0: not building the CXL-aware QEMU (set VCXL_QEMU_CXL)"
+		return 1
+	fi
+	log=$(mktemp /tmp/vcxl-qemu-build.XXXXXX)
+	if ! out=$("$script" 2> "$log"); then
+		CXLMEM_WHY="$script failed: $(grep -a 'error' "$log" | tail -1)"
+		sed 's/^/# qemu-build: /' "$log" | tail -15 >&2
+		rm -f "$log"
+		return 1
+	fi
+	grep -a -E 'cached build|built in' "$log" | sed 's/^/# /' >&2
+	rm -f "$log"
+	q=$(echo "$out" | tail -n 1)
+	if [ ! -x "$q" ] || ! cxlmem_has_cxl "$q"; then
+		CXLMEM_WHY="$script gave '$q', which is not a CXL-aware QEMU (no vfio-user-pci x-cxl)"
+		return 1
+	fi
+	CXLMEM_QEMU=$q
+}
+
+cxlmem_guest() { # cxlmem_guest OUT
+	local out=$1 cache kver base O
+	# shellcheck source=tests/e2e/initramfs.sh
+	. "$CXLMEM_HERE/initramfs.sh"
+	mkdir -p "$out"
+	"$CXLMEM_HERE/build-guest.sh" "$out" > "$out/build-guest.log" 2>&1 || {
+		cat "$out/build-guest.log" >&2
+		return 1
+	}
+	cache=${VCXL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e}
+	kver=$(cat "$cache/kver")
+	base="$cache/base-$kver.cpio.gz"
+	[ -s "$base" ] || { echo "cxlmem_guest: no $base" >&2; return 1; }
+	${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -I"$CXLMEM_ROOT/include" \
+		-o "$out/cxlmem-guest" "$CXLMEM_HERE/guest/cxlmem-guest.c" || return 1
+	O="$out/cxlmem-overlay.staging"
+	rm -rf "$O"
+	mkdir -p "$O/bin"
+	install -m 0755 "$CXLMEM_HERE/init-cxlmem.sh" "$O/init"
+	install -m 0755 "$out/cxlmem-guest" "$O/bin/cxlmem-guest"
+	ird_pack "$O" "$out/cxlmem-overlay.cpio.gz"
+	rm -rf "$O"
+	cat "$base" "$out/cxlmem-overlay.cpio.gz" > "$out/initramfs-cxlmem.cpio.gz"
+	echo "# guest: Debian kernel $kver, initramfs $(stat -c %s "$out/initramfs-cxlmem.cpio.gz") bytes"
+}
+
+cxlmem_seed() { # cxlmem_seed FILE
+	# shellcheck disable=SC2086 # the DPA list is words
+	python3 - "$1" "$CXLMEM_MEM_SIZE" "$CXLMEM_SEED" "$CXLMEM_SEED_LEN" $CXLMEM_SEED_DPAS <<'PY'
+import struct, sys
+path, size, seed, ln = sys.argv[1], int(sys.argv[2]), int(sys.argv[3], 0), int(sys.argv[4], 0)
+with open(path, "wb") as f:
+    f.truncate(size)
+    for d in sys.argv[5:]:
+        dpa = int(d, 0)
+        f.seek(dpa)
+        f.write(b"".join(struct.pack("<Q", seed ^ (dpa + 8 * i)) for i in range(ln // 8)))
+PY
+}
+
+cxlmem_wait_socket() { # PATH PID
+	local i=0
+	while [ $i -lt 100 ]; do
+		[ -S "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+cxlmem_start_server() { # cxlmem_start_server NAME
+	local name=$1 server="$CXLMEM_BUILD/src/tools/vcxl-server"
+	CXLMEM_TMP=$(mktemp -d /tmp/vcxl-cxlmem.XXXXXX)
+	cxlmem_seed "$CXLMEM_TMP/devmem.img" || return 1
+	"$server" --socket "$CXLMEM_TMP/vcxl.sock" --mem-size 1G --decoders 2 \
+		--backing "$CXLMEM_TMP/devmem.img" --log-level debug \
+		> "$CXLMEM_LOGDIR/$name.server.log" 2>&1 &
+	CXLMEM_SPID=$!
+	cxlmem_wait_socket "$CXLMEM_TMP/vcxl.sock" "$CXLMEM_SPID"
+}
+
+cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
+	local name=$1 gargs=$2 t3=${3:-} dev args rc fmw
+	dev="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$CXLMEM_TMP/vcxl.sock\"}"
+	dev="$dev,\"id\":\"vcxl0\",\"bus\":\"rp0\",\"x-cxl\":true}"
+	fmw="cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
+	# shellcheck disable=SC2054 # commas inside QEMU option values
+	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
+		-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
+		-m "$CXLMEM_GUEST_RAM" -smp 1 -nographic -serial stdio -monitor none -no-reboot -nic none
+		-machine q35,cxl=on,memory-backend=ram0
+		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
+		-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+		-device "$dev")
+	if [ "$t3" = t3 ]; then
+		# shellcheck disable=SC2054
+		args+=(-device pxb-cxl,bus_nr=52,bus=pcie.0,id=cxl.2
+			-device cxl-rp,port=0,bus=cxl.2,id=rp1,chassis=0,slot=3
+			-object memory-backend-ram,id=t3mem,size=256M
+			-device cxl-type3,bus=rp1,volatile-memdev=t3mem,id=t3)
+		fmw="$fmw,cxl-fmw.1.targets.0=cxl.2,cxl-fmw.1.size=4G"
+	fi
+	args+=(-M "$fmw"
+		-kernel "$CXLMEM_LOGDIR/guest/vmlinuz" -initrd "$CXLMEM_LOGDIR/guest/initramfs-cxlmem.cpio.gz"
+		-append "console=ttyS0 panic=-1 quiet vcxl.args=$gargs")
+	printf '%q ' "$CXLMEM_QEMU" "${args[@]}" > "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
+	echo >> "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
+	timeout -k 10 "${VCXL_E2E_TIMEOUT:-300}" "$CXLMEM_QEMU" "${args[@]}" < /dev/null \
+		> "$CXLMEM_LOGDIR/$name.console.log" 2>&1 &
+	CXLMEM_QPID=$!
+	wait "$CXLMEM_QPID"
+	rc=$?
+	CXLMEM_QPID=""
+	return $rc
+}
+
+cxlmem_hostcheck() { # cxlmem_hostcheck CONSOLE FILE
+	grep -a '^HOSTCHECK mem ' "$1" | tr -d '\r' | python3 -c '
+import re, struct, sys
+path = sys.argv[1]
+with open(path, "rb") as f:
+    for line in sys.stdin:
+        kv = dict(re.findall(r"(\w+)=(\S+)", line))
+        dpa, ln, pat = int(kv["dpa"], 0), int(kv["len"], 0), int(kv["pattern"], 0)
+        f.seek(dpa)
+        data = f.read(ln)
+        q = [struct.unpack_from("<Q", data, 8 * i)[0] for i in range(len(data) // 8)]
+        hit = sum(1 for i, v in enumerate(q) if v == (pat + i) & (2**64 - 1))
+        want = kv["expect"]
+        good = hit == ln // 8 if want == "present" else hit == 0
+        print("%s device memory at DPA %#x: pattern %#x %s (%d of %d qwords)" % (
+            "ok" if good else "FAIL", dpa, pat,
+            "present" if want == "present" else "absent", hit, ln // 8))
+' "$2"
+}
+
+cxlmem_stop() {
+	[ -n "$CXLMEM_QPID" ] && kill "$CXLMEM_QPID" 2>/dev/null && wait "$CXLMEM_QPID" 2>/dev/null
+	[ -n "$CXLMEM_SPID" ] && kill "$CXLMEM_SPID" 2>/dev/null && wait "$CXLMEM_SPID" 2>/dev/null
+	[ -n "$CXLMEM_TMP" ] && rm -rf "$CXLMEM_TMP"
+	CXLMEM_QPID=""
+	CXLMEM_SPID=""
+	CXLMEM_TMP=""
+}

@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-e2e-cxlmem.sh BUILDDIR - the guest's CXL.mem, end to end, with the CXL-aware QEMU
+# (vmm/qemu/, built by scripts/qemu-build.sh) and a Debian 6.1 guest under TCG.
+#
+# vcxl-server serves the built-in Type-2 model (1 GiB, 2 decoders) with device memory in a
+# --backing file the host seeded; QEMU attaches it with vfio-user-pci under a CXL root port
+# and a 4 GiB CXL fixed memory window. In the guest, tests/e2e/guest/cxlmem-guest.c finds the
+# window in the ACPI CEDT and proves through /dev/mem (one STEP line each):
+#   commit      decoder 0 at the window base: the window reads the host's seed at its DPA,
+#               and what the guest writes is read back (and found on the host, below)
+#   decommit    the window no longer reaches device memory (reads, writes)
+#   rebase      decoder 0 at another base: the same DPA there, nothing at the old base
+#   dpa-skip    decoder 1 after a 256 MiB DPA skip maps DPA 512 MiB, not the skipped range
+#   reset-*     guest FLR, CXL reset, a secondary bus reset (QEMU: VFIO_DEVICE_RESET) each
+#               leave the mapping exactly as the decoder state they leave
+#   outside-window  a base outside every window maps nothing and the VM runs on
+# On the host: every HOSTCHECK line (a pattern present or absent at a DPA of the backing
+# file), no protocol error in the server log, DEVICE_RESET seen, nothing left running.
+# Skips visibly (TAP "1..0 # SKIP") when the CXL-aware QEMU cannot be had (see cxlmem-lib.sh
+# for VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU) or the guest kernel cannot be fetched.
+# Logs: BUILDDIR/e2e-cxlmem/.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
+CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-cxlmem"
+mkdir -p "$CXLMEM_LOGDIR"
+# shellcheck source=tests/e2e/cxlmem-lib.sh
+. "$HERE/cxlmem-lib.sh"
+
+n=0
+nfail=0
+tap() { # tap OK|FAIL|SKIP DESCRIPTION [REASON]
+	n=$((n + 1))
+	case "$1" in
+	OK) echo "ok $n - $2" ;;
+	SKIP) echo "ok $n - $2 # SKIP ${3:-}" ;;
+	*) echo "not ok $n - $2"; nfail=$((nfail + 1)) ;;
+	esac
+}
+diag() { sed 's/^/# /'; }
+skip_all() {
+	echo "SKIP e2e-cxlmem: $1" >&2
+	echo "# SKIP e2e-cxlmem: $1"
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+trap cxlmem_stop EXIT
+trap 'cxlmem_stop; exit 130' INT TERM
+
+[ -x "$CXLMEM_BUILD/src/tools/vcxl-server" ] || { echo "Bail out! vcxl-server is not built"; exit 1; }
+t0=$(date +%s)
+cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
+echo "# CXL-aware QEMU: $CXLMEM_QEMU ($(($(date +%s) - t0)) s to find or build)"
+if ! cxlmem_guest "$CXLMEM_LOGDIR/guest" > "$CXLMEM_LOGDIR/build-guest.log" 2>&1; then
+	diag < "$CXLMEM_LOGDIR/build-guest.log"
+	grep -q -E 'apt-get download|cannot find a kernel' "$CXLMEM_LOGDIR/build-guest.log" &&
+		skip_all "cannot fetch the guest kernel (apt-get download linux-image)"
+	echo "Bail out! building the guest failed (see $CXLMEM_LOGDIR/build-guest.log)"
+	exit 1
+fi
+grep '^# guest' "$CXLMEM_LOGDIR/build-guest.log"
+
+name=proof
+if cxlmem_start_server "$name"; then
+	tap OK "vcxl-server (model, 1 GiB seeded --backing, 2 decoders) listens"
+else
+	tap FAIL "vcxl-server (model, 1 GiB seeded --backing, 2 decoders) listens"
+	diag < "$CXLMEM_LOGDIR/$name.server.log"
+	echo "1..$n"
+	exit 1
+fi
+ts=$(date +%s)
+cxlmem_boot "$name" ""
+rc=$?
+con="$CXLMEM_LOGDIR/$name.console.log"
+if [ $rc -eq 0 ]; then
+	tap OK "QEMU ran the guest and exited cleanly ($(($(date +%s) - ts)) s)"
+else
+	tap FAIL "QEMU ran the guest and exited cleanly (rc=$rc after $(($(date +%s) - ts)) s)"
+	grep -a -i -E 'qemu-system|error|warning|assert|abort' "$con" | head -20 | diag
+fi
+if grep -a -q '=== VCXL GUEST DONE ===' "$con"; then
+	tap OK "guest init completed"
+else
+	tap FAIL "guest init completed"
+	tail -30 "$con" | diag
+fi
+grep -a -E '^  CFMWS' "$con" | tr -d '\r' | diag
+nsteps=0
+while IFS= read -r line; do
+	line=${line%$'\r'}
+	sname=${line#STEP }
+	sname=${sname%%:*}
+	sres=${line#*: }
+	sdetail=${sres#* }
+	sres=${sres%% *}
+	nsteps=$((nsteps + 1))
+	case "$sres" in
+	ok) tap OK "guest $sname: $sdetail" ;;
+	skip) tap SKIP "guest $sname" "$sdetail" ;;
+	*) tap FAIL "guest $sname: $sdetail" ;;
+	esac
+done < <(grep -a '^STEP ' "$con")
+if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con" && [ "$nsteps" -ge 10 ]; then
+	tap OK "guest program finished with no failure ($nsteps steps)"
+else
+	tap FAIL "guest program finished with no failure ($nsteps steps)"
+fi
+# QEMU's own word on what it mapped and refused (trace-free: its warnings)
+grep -a -i -E 'cxl' "$con" | grep -a -v -E '^(STEP|HOSTCHECK|  )' | grep -a -i -E 'warn|refus|error' |
+	head -10 | diag
+
+nchk=0
+while IFS= read -r line; do
+	nchk=$((nchk + 1))
+	case "$line" in
+	ok*) tap OK "host: ${line#ok }" ;;
+	*) tap FAIL "host: ${line#FAIL }" ;;
+	esac
+done < <(cxlmem_hostcheck "$con" "$CXLMEM_TMP/devmem.img")
+if [ "$nchk" -ge 9 ]; then
+	tap OK "host checked $nchk guest accesses in device memory"
+else
+	tap FAIL "host checked $nchk guest accesses in device memory (want >= 9 HOSTCHECK lines)"
+fi
+slog="$CXLMEM_LOGDIR/$name.server.log"
+nres=$(grep -a -c 'device reset' "$slog")
+if [ "$nres" -ge 2 ]; then
+	tap OK "server saw VFIO_USER_DEVICE_RESET $nres times (machine start + the guest's bus reset)"
+else
+	tap FAIL "server saw VFIO_USER_DEVICE_RESET $nres times (want >= 2: start + bus reset)"
+fi
+if grep -a -q -i 'protocol error' "$slog"; then
+	tap FAIL "server logged no protocol error"
+	grep -a -i 'protocol error' "$slog" | head -10 | diag
+else
+	tap OK "server logged no protocol error"
+fi
+if kill -0 "$CXLMEM_SPID" 2>/dev/null; then
+	tap OK "vcxl-server still running after the guest powered off"
+else
+	tap FAIL "vcxl-server still running after the guest powered off"
+	tail -20 "$slog" | diag
+fi
+spid=$CXLMEM_SPID
+tmp=$CXLMEM_TMP
+cxlmem_stop
+if kill -0 "$spid" 2>/dev/null || [ -e "$tmp" ]; then
+	tap FAIL "no process, socket or temp dir of ours left behind"
+else
+	tap OK "no process, socket or temp dir of ours left behind"
+fi
+echo "# logs: $CXLMEM_LOGDIR"
+echo "1..$n"
+[ $nfail -eq 0 ]
