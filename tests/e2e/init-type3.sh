@@ -5,8 +5,11 @@
 # cxl_mem enumerate it, `cxl create-region -t ram` commits a region through its
 # endpoint decoder, `cxl destroy-region` decommits it. One "T3STEP name: ok|FAIL
 # detail" line per step, "T3FACT key=value" lines for the host, sections framed
-# by "=== NAME ===" lines. kmem is never loaded: the region's memory is not
-# onlined (QEMU does not route the CFMWS window to a vfio-user device).
+# by "=== NAME ===" lines. kmem is loaded only with vcxl.kmem=1 on the kernel
+# command line (run-e2e-type3.sh kmem, with the CXL-aware QEMU of vmm/qemu/, which
+# maps the region where the guest committed it): then the region is not destroyed
+# but onlined as system RAM through dax kmem, its new NUMA node checked, and
+# /bin/numa-guest allocates on that node (mbind) and writes and verifies it.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu
 
@@ -60,9 +63,74 @@ sysfs_ram_region() {
 	echo "{\"region\":\"$r\"}"
 }
 
+KMEM=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vcxl\.kmem=//p' | tail -1)
+# NUMA_MIB: how much of the node numa-guest allocates (most of a 256 MiB region)
+NUMA_MIB=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vcxl\.numa_mib=//p' | tail -1)
+
+# kmem_online REGION: the region's dax device as system RAM (device_dax -> kmem), its
+# memory blocks online (memhp_default_state on the command line, or by hand), the node
+# checked, numa-guest run on it. Steps: dax-device, kmem, numa-node, numa-guest's own.
+kmem_online() {
+	dax=""
+	i=0
+	while [ -z "$dax" ] && [ $i -lt 100 ]; do
+		for d in /sys/bus/dax/devices/dax*; do
+			[ -e "$d" ] && dax=$(basename "$d") && break
+		done
+		[ -n "$dax" ] || sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -z "$dax" ]; then
+		step dax-device FAIL "no dax device for $1 (dax_cxl)"
+		return
+	fi
+	dsz=$(cat "/sys/bus/dax/devices/$dax/size")
+	node=$(cat "/sys/bus/dax/devices/$dax/target_node" 2>/dev/null)
+	step dax-device ok "$dax size $dsz target_node $node (dax_cxl + device_dax)"
+	echo "T3FACT dax=$dax size=$dsz target_node=$node"
+	echo "$dax" > /sys/bus/dax/drivers/device_dax/unbind 2>/dev/null
+	echo "$dax" > /sys/bus/dax/drivers/kmem/new_id 2>/dev/null
+	[ -e "/sys/bus/dax/drivers/kmem/$dax" ] || echo "$dax" > /sys/bus/dax/drivers/kmem/bind
+	if [ ! -e "/sys/bus/dax/drivers/kmem/$dax" ]; then
+		step kmem FAIL "$dax not bound to kmem"
+		return
+	fi
+	# online what auto-online left offline (movable: it is all hot-added)
+	for b in /sys/devices/system/node/node"$node"/memory*; do
+		[ -e "$b/state" ] || continue
+		[ "$(cat "$b/state")" = online ] || echo online_movable > "$b/state" 2>/dev/null
+	done
+	nblk=0
+	non=0
+	for b in /sys/devices/system/node/node"$node"/memory*; do
+		[ -e "$b/state" ] || continue
+		nblk=$((nblk + 1))
+		[ "$(cat "$b/state")" = online ] && non=$((non + 1))
+	done
+	grep -i -E 'System RAM|dax|CXL' /proc/iomem | sed 's/^/  iomem: /'
+	if [ "$nblk" -gt 0 ] && [ "$non" = "$nblk" ]; then
+		step kmem ok "$dax bound to kmem: $non of $nblk memory blocks of node $node online"
+	else
+		step kmem FAIL "$dax bound to kmem: $non of $nblk memory blocks of node $node online"
+	fi
+	ls -d /sys/devices/system/node/node* | sed 's/^/  node: /'
+	mt=$(sed -n 's/.*MemTotal: *\([0-9]*\) kB/\1/p' "/sys/devices/system/node/node$node/meminfo")
+	echo "T3FACT node=$node memtotal_kb=$mt region_bytes=$dsz"
+	if [ -n "$mt" ] && [ "$node" != 0 ] && [ $((mt * 1024)) -eq "$dsz" ]; then
+		step numa-node ok "node $node appeared with MemTotal $mt kB = the region's $dsz bytes"
+	else
+		step numa-node FAIL "node $node MemTotal ${mt:-?} kB, region $dsz bytes"
+	fi
+	sec "numa-guest $node ${NUMA_MIB:-200}"
+	/bin/numa-guest "$node" "${NUMA_MIB:-200}" | sed -u -e 's/^STEP \([a-z-]*\)/T3STEP numa-\1/'
+	grep -E 'MemTotal|MemFree|FilePages' "/sys/devices/system/node/node$node/meminfo" | sed 's/^/  /'
+}
+
 sec "VCXL T3 GUEST START"
 uname -r
-for m in cxl_acpi cxl_pci cxl_mem dax_cxl device_dax; do
+MODS="cxl_acpi cxl_pci cxl_mem dax_cxl device_dax"
+[ "$KMEM" = 1 ] && MODS="$MODS kmem"
+for m in $MODS; do
 	modprobe "$m" 2>&1 || echo "modprobe $m failed"
 done
 
@@ -169,7 +237,11 @@ if [ -n "$REGION" ]; then
 	cxl list -vvv -r "$REGION" 2>&1
 	sec "end cxl list -vvv (region)"
 	ls /sys/bus/dax/devices/ 2>/dev/null | sed 's/^/dax device: /'
-
+fi
+if [ -n "$REGION" ] && [ "$KMEM" = 1 ]; then
+	sec "kmem"
+	kmem_online "$REGION"
+elif [ -n "$REGION" ]; then
 	sec "cxl destroy-region"
 	cxl destroy-region -f "$REGION" 2>&1
 	rc=$?

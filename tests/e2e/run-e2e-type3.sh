@@ -13,6 +13,14 @@
 # Output is TAP; "SKIP e2e-type3: ..." without QEMU 10.2 or when the kernel or ndctl
 # cannot be fetched.
 #
+# run-e2e-type3.sh BUILDDIR kmem (meson test e2e-type3-mem): the same stack with the
+# CXL-aware QEMU (vmm/qemu/, scripts/qemu-build.sh via cxlmem-lib.sh; "SKIP e2e-type3-mem:
+# ..." when it cannot be had), a NUMA guest (SRAT, so the CFMWS gets a node of its own) and
+# device memory in a --backing file: the region is not destroyed but onlined as system
+# RAM through dax kmem (init-type3.sh vcxl.kmem=1), the new node must have the region's
+# size, tests/e2e/guest/numa-guest.c allocates 200 MiB on it (mbind), writes and verifies
+# it, and here every one of its pages is found in the backing file.
+#
 # Environment: VCXL_QEMU, VCXL_E2E_TIMEOUT (s, default 400), VCXL_E2E_T3_KVER (default:
 # the newest linux-image-6.12.*+deb12-amd64-unsigned apt knows), VCXL_E2E_T3_CACHE
 # (~/.cache/vcxl-e2e-t3). Logs: BUILDDIR/e2e-type3/{console,server,qemu-cmd}.log.
@@ -20,7 +28,11 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/initramfs.sh"
 BUILD=$(cd "${1:-build}" && pwd)
-LOG=$BUILD/e2e-type3
+MODE=${2:-}
+NAME=e2e-type3
+[ "$MODE" = kmem ] && NAME=e2e-type3-mem
+NUMA_MIB=200
+LOG=$BUILD/$NAME
 TMO=${VCXL_E2E_TIMEOUT:-400}
 CACHE=${VCXL_E2E_T3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e-t3}
 SERVER=$BUILD/src/tools/vcxl-server
@@ -34,8 +46,8 @@ tap() { # tap 0|1 DESCRIPTION
 }
 diag() { sed 's/^/# /'; }
 skip_all() {
-	echo "SKIP e2e-type3: $1" >&2
-	echo "# SKIP e2e-type3: $1"
+	echo "SKIP $NAME: $1" >&2
+	echo "# SKIP $NAME: $1"
 	echo "1..0 # SKIP $1"
 	exit 0
 }
@@ -56,7 +68,14 @@ trap 'cleanup; exit 130' INT TERM
 [ -x "$SERVER" ] || { echo "Bail out! $SERVER is not built"; exit 1; }
 
 # ---- QEMU 10.2 with vfio-user-pci (qemu-find.sh), checked for the version ----
-QEMU=$("$HERE/qemu-find.sh" 2>/dev/null) || skip_all "no QEMU with vfio-user-pci (set VCXL_QEMU)"
+if [ "$MODE" = kmem ]; then
+	# shellcheck source=tests/e2e/cxlmem-lib.sh
+	. "$HERE/cxlmem-lib.sh"
+	cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
+	QEMU=$CXLMEM_QEMU
+else
+	QEMU=$("$HERE/qemu-find.sh" 2>/dev/null) || skip_all "no QEMU with vfio-user-pci (set VCXL_QEMU)"
+fi
 "$QEMU" --version 2>/dev/null | head -1 |
 	grep -qE 'version (10\.([2-9]|[1-9][0-9])|1[1-9]|[2-9][0-9])\.' ||
 	skip_all "$QEMU is not QEMU >= 10.2 ($("$QEMU" --version | head -1))"
@@ -101,6 +120,11 @@ fi
 
 # ---- initramfs: base (busybox, lspci, cxl, modules; cached) + overlay (/init) ----
 BASE=$CACHE/base-t3-$KVER.cpio.gz
+T3MODS="cxl_acpi cxl_pci cxl_mem dax_cxl device_dax"
+if [ "$MODE" = kmem ]; then
+	BASE=$CACHE/base-t3mem-$KVER.cpio.gz
+	T3MODS="$T3MODS kmem"
+fi
 copy_libs() { # copy_libs STAGING BINARY: its shared libraries, from the ndctl root first
 	LD_LIBRARY_PATH="$NDROOT/usr/lib/x86_64-linux-gnu:$NDROOT/lib/x86_64-linux-gnu" ird_libs "$1" "$2"
 }
@@ -116,7 +140,8 @@ build_base() {
 	ln -sf ../misc/pci.ids "$S/usr/share/hwdata/pci.ids"
 	install -m 0755 "$NDROOT/usr/bin/cxl" "$S/usr/bin/cxl"
 	copy_libs "$S" "$NDROOT/usr/bin/cxl"
-	ird_modules "$S" "$KROOT" "$KVER" cxl_acpi cxl_pci cxl_mem dax_cxl device_dax
+	# shellcheck disable=SC2086 # a list of module names
+	ird_modules "$S" "$KROOT" "$KVER" $T3MODS
 	ird_pack "$S" "$BASE"
 	rm -rf "$S"
 }
@@ -126,6 +151,11 @@ O=$LOG/overlay.staging
 rm -rf "$O"
 mkdir -p "$O"
 install -m 0755 "$HERE/init-type3.sh" "$O/init"
+if [ "$MODE" = kmem ]; then
+	mkdir -p "$O/bin"
+	${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -o "$O/bin/numa-guest" \
+		"$HERE/guest/numa-guest.c" || { echo "Bail out! numa-guest does not build"; exit 1; }
+fi
 ird_pack "$O" "$LOG/overlay.cpio.gz"
 rm -rf "$O"
 cat "$BASE" "$LOG/overlay.cpio.gz" > "$LOG/initramfs.cpio.gz"
@@ -135,8 +165,10 @@ TMP=$(mktemp -d /tmp/vcxl-e2e-t3.XXXXXX)
 SOCK=$TMP/vcxl.sock
 CON=$LOG/console.log
 SLOG=$LOG/server.log
+BACKING=()
+[ "$MODE" = kmem ] && BACKING=(--backing "$TMP/devmem.img")
 "$SERVER" --model type3 --socket "$SOCK" --mem-size 256M --decoders 1 --log-level debug \
-	> "$SLOG" 2>&1 &
+	"${BACKING[@]}" > "$SLOG" 2>&1 &
 SPID=$!
 i=0
 while [ ! -S "$SOCK" ] && kill -0 "$SPID" 2>/dev/null && [ $i -lt 100 ]; do
@@ -158,11 +190,20 @@ DEV="$DEV\"id\":\"vcxl0\",\"bus\":\"rp0\"}"
 # region's commit then fails with "Failed to synchronize CPU cache state" unless the
 # kernel has CONFIG_CXL_REGION_INVALIDATION_TEST, which Debian's has not). Under TCG
 # the WBINVD it then issues is harmless.
+# kmem: guest RAM as NUMA node 0 (an SRAT), so Linux gives the CFMWS window a node of its own
+# shellcheck disable=SC2054
+MACHINE=(-machine q35,cxl=on,memory-backend=ram0)
+APPEND=""
+if [ "$MODE" = kmem ]; then
+	# shellcheck disable=SC2054
+	MACHINE=(-machine q35,cxl=on -numa node,nodeid=0,memdev=ram0)
+	APPEND="vcxl.kmem=1 vcxl.numa_mib=$NUMA_MIB memhp_default_state=online_movable"
+fi
 # shellcheck disable=SC2054 # commas separate QEMU suboptions
 ARGS=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
 	-object memory-backend-memfd,id=ram0,size=1G,share=on -m 1G -smp 2
 	-cpu qemu64,-hypervisor
-	-machine q35,cxl=on,memory-backend=ram0
+	"${MACHINE[@]}"
 	-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
 	-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
 	-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3
@@ -170,7 +211,7 @@ ARGS=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
 	-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G
 	-nographic -serial stdio -monitor none -no-reboot -nic none
 	-kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$LOG/initramfs.cpio.gz"
-	-append "console=ttyS0 panic=-1 quiet ${VCXL_E2E_T3_APPEND:-}")
+	-append "console=ttyS0 panic=-1 quiet $APPEND ${VCXL_E2E_T3_APPEND:-}")
 printf '%q ' "$QEMU" "${ARGS[@]}" > "$LOG/qemu-cmd.log"
 echo >> "$LOG/qemu-cmd.log"
 t0=$(date +%s)
@@ -198,6 +239,8 @@ sed -n '/^=== cxl list -vvv (region) ===/,/^=== end cxl list -vvv (region) ===/p
 
 # every guest step is a test point; at least these must have run
 want="memdev endpoint cxl-list cxl-list-decoders create-region region-committed destroy-region"
+[ "$MODE" = kmem ] && want="memdev endpoint cxl-list cxl-list-decoders create-region region-committed
+	dax-device kmem numa-node numa-mbind numa-write-verify numa-placement"
 seen=""
 while IFS= read -r line; do
 	line=${line%$'\r'}
@@ -227,7 +270,9 @@ if [ -n "$RBASE" ] && [ -n "$RSIZE" ]; then
 		tap 0 "server: guest decoder 0 committed base $b size $s (the guest's region)"
 		grep -a 'guest decoder' "$SLOG" | diag
 	fi
-	if grep -a -q "dev0: guest decoder 0 decommitted base $b size $s " "$SLOG"; then
+	if [ "$MODE" = kmem ]; then
+		: # the region stays committed: its memory is the guest's system RAM
+	elif grep -a -q "dev0: guest decoder 0 decommitted base $b size $s " "$SLOG"; then
 		tap 1 "server: guest decoder 0 decommitted after cxl destroy-region"
 	else
 		tap 0 "server: guest decoder 0 decommitted after cxl destroy-region"
@@ -237,6 +282,38 @@ else
 	tap 0 "server: guest decoder commit matches the guest's region (no region facts)"
 fi
 grep -a 'guest decoder\|host region' "$SLOG" | diag
+# kmem: numa-guest's pages are in device memory (the backing file), wherever they landed
+if [ "$MODE" = kmem ]; then
+	np=$(grep -a '^NUMA pages=' "$CON" | tr -d '\r' | sed -n 's/.*pages=\([0-9]*\).*/\1/p')
+	if [ -z "$np" ]; then
+		tap 0 "host: numa-guest's pages in device memory (the guest reported none)"
+	else
+		found=$(python3 - "$TMP/devmem.img" <<'PY'
+import struct, sys
+TAG, QW = 0x4e554d41434d454d, 512
+seen = set()
+with open(sys.argv[1], "rb") as f:
+    while True:
+        page = f.read(4096)
+        if len(page) < 4096:
+            break
+        q = struct.unpack("<512Q", page)
+        pg = q[0] ^ TAG
+        if pg >= 1 << 32 or pg in seen:
+            continue
+        if all(q[i] == (TAG + pg * QW + i) & (2**64 - 1) for i in range(1, QW)):
+            seen.add(pg)
+print(len(seen))
+PY
+)
+		if [ "$found" = "$np" ]; then
+			tap 1 "host: all $np pages numa-guest wrote on the CXL node are in the device's memory (--backing file)"
+		else
+			tap 0 "host: $found of the $np pages numa-guest wrote on the CXL node are in the device's memory"
+		fi
+	fi
+	grep -a -E '^T3FACT (dax|node)' "$CON" | tr -d '\r' | diag
+fi
 if grep -a -q -i 'protocol error' "$SLOG"; then
 	tap 0 "server logged no protocol error"
 	grep -a -i 'protocol error' "$SLOG" | head -10 | diag
