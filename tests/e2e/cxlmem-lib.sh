@@ -10,7 +10,7 @@
 #                               (the Debian 6.1 kernel and base initramfs of build-guest.sh)
 #   cxlmem_seed FILE            device memory seeded as cxlmem-guest.c expects (SEED ^ dpa)
 #   cxlmem_start_server NAME    vcxl-server on the built-in model, 1 GiB, 2 decoders,
-#                               --backing $CXLMEM_TMP/devmem.img (seeded)
+#                               --backing $CXLMEM_TMP/devmem.img (seeded) --trust-client
 #   cxlmem_boot NAME ARGS [t3]  the guest, cxlmem-guest ARGS; t3: also a QEMU cxl-type3 behind
 #                               its own host bridge and window; returns QEMU's exit status
 #   cxlmem_hostcheck CONSOLE FILE  every HOSTCHECK line of the guest checked in FILE:
@@ -131,8 +131,12 @@ cxlmem_start_server() { # cxlmem_start_server NAME
 	local name=$1 server="$CXLMEM_BUILD/src/tools/vcxl-server"
 	CXLMEM_TMP=$(mktemp -d /tmp/vcxl-cxlmem.XXXXXX)
 	cxlmem_seed "$CXLMEM_TMP/devmem.img" || return 1
+	# --trust-client: the region's fd is then the --backing file itself (what the host
+	# checks afterwards); without it the server keeps that file to itself and serves the
+	# region by REGION_READ/WRITE only, which QEMU cannot map (docs/security.md). Without
+	# --backing the region is a sealed memfd that every client may map.
 	"$server" --socket "$CXLMEM_TMP/vcxl.sock" --mem-size 1G --decoders 2 \
-		--backing "$CXLMEM_TMP/devmem.img" --log-level debug \
+		--backing "$CXLMEM_TMP/devmem.img" --trust-client --log-level debug \
 		> "$CXLMEM_LOGDIR/$name.server.log" 2>&1 &
 	CXLMEM_SPID=$!
 	cxlmem_wait_socket "$CXLMEM_TMP/vcxl.sock" "$CXLMEM_SPID"

@@ -110,6 +110,15 @@ fi
 # QEMU's own word on what it mapped and refused (trace-free: its warnings)
 grep -a -i -E 'cxl' "$con" | grep -a -v -E '^(STEP|HOSTCHECK|  )' | grep -a -i -E 'warn|refus|error' |
 	head -10 | diag
+# the bad base: refused by QEMU with one log line (the guest's outside-window step names it)
+bad=$(grep -a '^STEP outside-window' "$con" | sed -n 's/.*committed at \(0x[0-9a-f]*\) outside.*/\1/p')
+nref=0
+[ -n "$bad" ] && nref=$(grep -a -c "^qemu-system.*HDM decoder 0 committed at $bad .*not mapped" "$con")
+if [ -n "$bad" ] && [ "$nref" -eq 1 ]; then
+	tap OK "QEMU refused the decoder at $bad (outside every window) with one log line"
+else
+	tap FAIL "QEMU refused the decoder at ${bad:-?} (outside every window) with one log line ($nref lines)"
+fi
 
 nchk=0
 while IFS= read -r line; do

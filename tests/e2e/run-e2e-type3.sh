@@ -166,7 +166,8 @@ SOCK=$TMP/vcxl.sock
 CON=$LOG/console.log
 SLOG=$LOG/server.log
 BACKING=()
-[ "$MODE" = kmem ] && BACKING=(--backing "$TMP/devmem.img")
+# --trust-client: the region's fd is the backing file itself (see cxlmem-lib.sh)
+[ "$MODE" = kmem ] && BACKING=(--backing "$TMP/devmem.img" --trust-client)
 "$SERVER" --model type3 --socket "$SOCK" --mem-size 256M --decoders 1 --log-level debug \
 	"${BACKING[@]}" > "$SLOG" 2>&1 &
 SPID=$!
