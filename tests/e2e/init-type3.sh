@@ -122,7 +122,7 @@ kmem_online() {
 		step numa-node FAIL "node $node MemTotal ${mt:-?} kB, region $dsz bytes"
 	fi
 	sec "numa-guest $node ${NUMA_MIB:-200}"
-	/bin/numa-guest "$node" "${NUMA_MIB:-200}" | sed -u -e 's/^STEP \([a-z-]*\)/T3STEP numa-\1/'
+	/bin/numa-guest "$node" "${NUMA_MIB:-200}" | sed -e 's/^STEP \([a-z-]*\)/T3STEP numa-\1/'
 	grep -E 'MemTotal|MemFree|FilePages' "/sys/devices/system/node/node$node/meminfo" | sed 's/^/  /'
 }
 
