@@ -3,7 +3,7 @@
 # make bench-guest: from one guest run (Debian 6.1 under TCG, the CXL-aware QEMU), sequential
 # write and read bandwidth through vcxl's committed CXL window against guest RAM and against a
 # QEMU cxl-type3 window in the same VM (tests/e2e/guest/cxlmem-guest.c --bench: 8-byte
-# stores/loads, median of --reps runs). Prints `name value unit ratio` lines and writes
+# stores/loads, an untimed first pass, then the median of --reps runs). Prints `name value unit ratio` lines and writes
 # BUILD/bench-guest.json.
 #
 #   scripts/bench-guest.sh BUILD [--if-available]
@@ -12,8 +12,8 @@
 # without building it ($VCXL_QEMU_CXL, or a scripts/qemu-build.sh cache entry built from
 # the current vmm/qemu/ patches); otherwise say so and exit 0.
 # Environment: VCXL_BENCH_GUEST_MIB (bytes per run through RAM and the vcxl window, default
-# 64 MiB), VCXL_BENCH_GUEST_T3_MIB (through the cxl-type3 window, default 16 MiB: it is
-# emulated, about 20 MB/s), VCXL_BENCH_GUEST_REPS (default 5).
+# 128 MiB), VCXL_BENCH_GUEST_T3_MIB (through the cxl-type3 window, default 16 MiB: it is
+# emulated, about 10-30 MB/s), VCXL_BENCH_GUEST_REPS (default 9; 3 at most through cxl-type3).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -59,9 +59,9 @@ cxlmem_guest "$CXLMEM_LOGDIR/guest" > "$CXLMEM_LOGDIR/build-guest.log" 2>&1 || {
 	echo "bench-guest: building the guest failed" >&2
 	exit 1
 }
-MIB=${VCXL_BENCH_GUEST_MIB:-64}
+MIB=${VCXL_BENCH_GUEST_MIB:-128}
 T3MIB=${VCXL_BENCH_GUEST_T3_MIB:-16}
-REPS=${VCXL_BENCH_GUEST_REPS:-5}
+REPS=${VCXL_BENCH_GUEST_REPS:-9}
 echo "# bench-guest: $(nproc) cores, TCG guest (Debian $(cat "${VCXL_E2E_CACHE:-$HOME/.cache/vcxl-e2e}/kver" 2>/dev/null)), QEMU $CXLMEM_QEMU"
 cxlmem_start_server bench || { echo "bench-guest: vcxl-server did not start" >&2; exit 1; }
 t0=$(date +%s)

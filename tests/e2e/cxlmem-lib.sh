@@ -20,7 +20,8 @@
 # Inputs: CXLMEM_BUILD (meson build dir), CXLMEM_LOGDIR, CXLMEM_QEMU (from cxlmem_qemu).
 # Environment: VCXL_QEMU_CXL (a CXL-aware QEMU binary), VCXL_QEMU_BUILD (the build script,
 # default <repo>/scripts/qemu-build.sh), VCXL_E2E_BUILD_QEMU=0 (never build QEMU),
-# VCXL_E2E_TIMEOUT (seconds per boot, default 300), VCXL_E2E_CACHE (guest cache).
+# VCXL_E2E_TIMEOUT (seconds per boot, default 300), VCXL_E2E_CACHE (guest cache),
+# VCXL_CXL_RAM_DEVICE=1 (QEMU maps the region as a RAM device region: x-cxl-ram-device).
 
 CXLMEM_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CXLMEM_ROOT=$(cd "$CXLMEM_HERE/../.." && pwd)
@@ -145,7 +146,9 @@ cxlmem_start_server() { # cxlmem_start_server NAME
 cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
 	local name=$1 gargs=$2 t3=${3:-} dev args rc fmw
 	dev="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$CXLMEM_TMP/vcxl.sock\"}"
-	dev="$dev,\"id\":\"vcxl0\",\"bus\":\"rp0\",\"x-cxl\":true}"
+	dev="$dev,\"id\":\"vcxl0\",\"bus\":\"rp0\",\"x-cxl\":true"
+	[ "${VCXL_CXL_RAM_DEVICE:-0}" = 1 ] && dev="$dev,\"x-cxl-ram-device\":true"
+	dev="$dev}"
 	fmw="cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
 	# shellcheck disable=SC2054 # commas inside QEMU option values
 	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
