@@ -11,6 +11,7 @@
 #   cxlmem_seed FILE            device memory seeded as cxlmem-guest.c expects (SEED ^ dpa)
 #   cxlmem_start_server NAME    vcxl-server on the built-in model, 1 GiB, 2 decoders,
 #                               --backing $CXLMEM_TMP/devmem.img (seeded) --trust-client
+#                               --on-disconnect keep
 #   cxlmem_boot NAME ARGS [t3]  the guest, cxlmem-guest ARGS; t3: also a QEMU cxl-type3 behind
 #                               its own host bridge and window; returns QEMU's exit status
 #   cxlmem_hostcheck CONSOLE FILE  every HOSTCHECK line of the guest checked in FILE:
@@ -136,8 +137,10 @@ cxlmem_start_server() { # cxlmem_start_server NAME
 	# checks afterwards); without it the server keeps that file to itself and serves the
 	# region by REGION_READ/WRITE only, which QEMU cannot map (docs/security.md). Without
 	# --backing the region is a sealed memfd that every client may map.
+	# --on-disconnect keep: the host reads what the guest left (the default zeroes it).
 	"$server" --socket "$CXLMEM_TMP/vcxl.sock" --mem-size 1G --decoders 2 \
-		--backing "$CXLMEM_TMP/devmem.img" --trust-client --log-level debug \
+		--backing "$CXLMEM_TMP/devmem.img" --trust-client --on-disconnect keep \
+		--log-level debug \
 		> "$CXLMEM_LOGDIR/$name.server.log" 2>&1 &
 	CXLMEM_SPID=$!
 	cxlmem_wait_socket "$CXLMEM_TMP/vcxl.sock" "$CXLMEM_SPID"

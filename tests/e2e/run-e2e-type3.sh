@@ -167,7 +167,8 @@ CON=$LOG/console.log
 SLOG=$LOG/server.log
 BACKING=()
 # --trust-client: the region's fd is the backing file itself (see cxlmem-lib.sh)
-[ "$MODE" = kmem ] && BACKING=(--backing "$TMP/devmem.img" --trust-client)
+# --on-disconnect keep: the host reads what the guest left (the default zeroes it)
+[ "$MODE" = kmem ] && BACKING=(--backing "$TMP/devmem.img" --trust-client --on-disconnect keep)
 "$SERVER" --model type3 --socket "$SOCK" --mem-size 256M --decoders 1 --log-level debug \
 	"${BACKING[@]}" > "$SLOG" 2>&1 &
 SPID=$!
