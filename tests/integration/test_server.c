@@ -8,8 +8,9 @@
  * one write) all answered on two devices at once, eventfds checked and never
  * blocking the server, --on-disconnect reset (no byte of one tenant for the
  * next) and keep (all of it for a reconnecting client), a neighbour's round
- * trip bounded while device 0 stalls DMA / floods / holds a full eventfd, and
- * a clean SIGTERM exit.
+ * trip bounded while device 0 stalls DMA (its job fails at the timeout, or
+ * with -ENOBUFS when it floods instead of answering) / floods / holds a full
+ * eventfd, and a clean SIGTERM exit.
  */
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -582,6 +583,32 @@ static void test_neighbour(struct harness *h)
 	vcxl_client_close(a); /* gone; reconnect below */
 	if (vcxl_client_connect(s0, &a) || stall_dma(a)) {
 		ok(0, "device 0: a second stalled job");
+		vcxl_client_close(b);
+		return;
+	}
+	/* flooding instead of answering: more requests than the queue takes
+	 * fail the job with -ENOBUFS, and every request is still answered */
+	is(send_pipelined_reads(a, VCXL_SRV_MAX_QUEUED + 44, 5000), 0,
+	   "device 0: %d requests instead of the DMA reply", VCXL_SRV_MAX_QUEUED + 44);
+	{
+		uint32_t st = 0;
+		struct vcxl_client_reply rep;
+		unsigned got = 0;
+
+		for (int i = 0; i < VCXL_SRV_MAX_QUEUED + 45; i++) {
+			if (vcxl_client_recv_reply(a, &rep, 5000))
+				break;
+			got++;
+			vcxl_client_reply_free(&rep);
+		}
+		is(got, VCXL_SRV_MAX_QUEUED + 45, "every request answered (the doorbell too)");
+		is(vcxl_client_read32(a, 2, ACCEL_REG_STATUS, &st), 0, "status read");
+		ok(st & ACCEL_STATUS_ERROR, "the job ended in ERROR (status 0x%x)", st);
+		ok(h_log_count(h, "No buffer space available") >= 1, "-ENOBUFS logged");
+	}
+	vcxl_client_close(a);
+	if (vcxl_client_connect(s0, &a) || stall_dma(a)) {
+		ok(0, "device 0: a third stalled job");
 		vcxl_client_close(b);
 		return;
 	}
