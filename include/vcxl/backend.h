@@ -97,10 +97,11 @@ struct vcxl_backend_ops {
 	 * client? NULL if it may: it reaches exactly the BAR or HPA range it
 	 * was returned for (nothing else of the device or the host) and the
 	 * client cannot resize it. Otherwise a one-line reason; the vfio-cxl
-	 * core then serves that BAR or region by messages only (unless the
-	 * operator trusts the client). A backend without this op is never
-	 * trusted with fds. */
-	const char *(*fd_unshareable)(void *dev, int fd);
+	 * core then serves that BAR or region by messages only, unless the
+	 * operator trusts the client (--trust-client) and *never is left
+	 * false (*never = true: not even then, e.g. /dev/mem). A backend
+	 * without this op is never trusted with fds. */
+	const char *(*fd_unshareable)(void *dev, int fd, bool *never);
 };
 
 struct vcxl_backend {

@@ -431,6 +431,8 @@ static int h_hpa_map(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *
 			return -ERANGE;
 		*fd = v->dax_fd;
 		*fd_offset = hpa - v->dax_base;
+		v->dax_map_hpa = hpa;
+		v->dax_map_size = size;
 		return 0;
 	}
 	if (v->win_set && !range_in(hpa, size, v->win_base, v->win_size))
@@ -450,6 +452,37 @@ static int h_hpa_map(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *
 	*fd = v->mem_fd;
 	*fd_offset = hpa;
 	return 0;
+}
+
+/*
+ * Isolation (backend.h fd_unshareable). The VFIO device fd reaches every BAR
+ * whole (sparse areas are advice to mmap), config space and the device
+ * ioctls (VFIO_DEVICE_RESET, SET_IRQS): never for a client but a trusted one.
+ * A BAR range of its own would be a dma-buf of it (VFIO_DEVICE_FEATURE_DMA_BUF,
+ * Linux 6.19, for device peer-to-peer; mmap of it by a process is not merged
+ * as of this writing), and vfio-user's one fd per region with areas at their
+ * BAR offsets does not fit a dma-buf's concatenated ranges: such BARs are
+ * served by messages (docs/security.md). /dev/mem reaches any physical range:
+ * never. A device-DAX reaches exactly its range: fine when that is the region.
+ */
+static const char *h_fd_unshareable(void *dev, int fd, bool *never)
+{
+	struct vcxl_hw_vfio *v = dev;
+
+	if (fd >= 0 && fd == v->dax_fd) {
+		if (v->dax_map_hpa == v->dax_base && v->dax_map_size == v->dax_size)
+			return NULL;
+		*never = true;
+		return "the device-DAX is larger than the region";
+	}
+	*never = fd != v->dev_fd;
+	if (fd >= 0 && fd == v->dev_fd)
+		return "the VFIO device fd reaches every BAR whole, config space and device "
+		       "ioctls (reset, interrupts)";
+	if (fd >= 0 && fd == v->mem_fd)
+		return "no device-DAX for the region (--region-dax): /dev/mem would reach every "
+		       "physical range";
+	return "not an fd of this device";
 }
 
 /* ---- reset ------------------------------------------------------------------ */
@@ -689,6 +722,7 @@ const struct vcxl_backend_ops vcxl_hw_vfio_ops = {
     .set_irq_eventfd = h_set_irq_eventfd,
     .dma_map = h_dma_map,
     .dma_unmap = h_dma_unmap,
+    .fd_unshareable = h_fd_unshareable,
 };
 
 /* ---- life cycle -------------------------------------------------------------- */

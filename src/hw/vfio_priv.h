@@ -49,6 +49,8 @@ struct vcxl_hw_vfio {
 	int mem_fd;
 	int dax_fd;
 	uint64_t dax_base, dax_size;
+	/* the last range hpa_map gave out through the device-DAX */
+	uint64_t dax_map_hpa, dax_map_size;
 	bool win_set;
 	uint64_t win_base, win_size;
 

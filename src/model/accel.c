@@ -217,8 +217,9 @@ static int m_hpa_map(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *
 	return model_devmem_carve(m, dpa, size, fd);
 }
 
-static const char *m_fd_unshareable(void *dev, int fd)
+static const char *m_fd_unshareable(void *dev, int fd, bool *never)
 {
+	(void)never; /* the --backing file may go to a trusted client */
 	return model_fd_unshareable(dev, fd);
 }
 

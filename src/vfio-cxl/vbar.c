@@ -233,13 +233,15 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 				v->be->ops->name(v->be->dev), i, VBAR_MAX_HOLES);
 		}
 		/* isolation: the fd goes to the client only if it reaches this BAR alone */
-		const char *why = b->mmap ? vdev_fd_unshareable(v, b->bi.fd) : NULL;
+		bool never = false;
+		const char *why = b->mmap ? vdev_fd_unshareable(v, b->bi.fd, &never) : NULL;
 		if (why) {
 			b->mmap = false;
-			fprintf(stderr,
-				"vcxl: %s: BAR%u served by REGION_READ/WRITE only, not mmap: %s "
-				"(--trust-client hands it out anyway)\n",
-				v->be->ops->name(v->be->dev), i, why);
+			fprintf(
+			    stderr,
+			    "vcxl: %s: BAR%u served by REGION_READ/WRITE only, not mmap: %s%s\n",
+			    v->be->ops->name(v->be->dev), i, why,
+			    never ? "" : " (--trust-client hands it out anyway)");
 		}
 	}
 	return 0;

@@ -92,27 +92,30 @@ static int vdev_check_type3(struct vcxl_vdev *v, char *err, size_t errlen)
 			(unsigned long long)v->region->size, (unsigned long long)d->dpa_capacity);
 }
 
-const char *vdev_fd_unshareable(const struct vcxl_vdev *v, int fd)
+const char *vdev_fd_unshareable(const struct vcxl_vdev *v, int fd, bool *never)
 {
-	if (v->cfg.trust_client)
-		return NULL;
-	if (!v->be->ops->fd_unshareable)
-		return "the backend does not say what its fds reach";
-	return v->be->ops->fd_unshareable(v->be->dev, fd);
+	bool nev = false;
+	const char *why = v->be->ops->fd_unshareable
+			      ? v->be->ops->fd_unshareable(v->be->dev, fd, &nev)
+			      : "the backend does not say what its fds reach";
+
+	*never = why && nev;
+	return why && (nev || !v->cfg.trust_client) ? why : NULL;
 }
 
 /* Isolation: the region's fd goes to the client only if it reaches exactly
  * the region; otherwise the region is served by REGION_READ/WRITE, said once. */
 static void vdev_region_share(struct vcxl_vdev *v)
 {
-	const char *why = vdev_fd_unshareable(v, v->region->fd);
+	bool never;
+	const char *why = vdev_fd_unshareable(v, v->region->fd, &never);
 
 	v->region_fd_shared = !why;
 	if (why)
 		fprintf(stderr,
-			"vcxl: %s: CXL region served by REGION_READ/WRITE only, not mmap: %s "
-			"(--trust-client hands it out anyway)\n",
-			v->be->ops->name(v->be->dev), why);
+			"vcxl: %s: CXL region served by REGION_READ/WRITE only, not mmap: %s%s\n",
+			v->be->ops->name(v->be->dev), why,
+			never ? "" : " (--trust-client hands it out anyway)");
 }
 
 /* The device's own engines confined to the region (variant.h confine). */

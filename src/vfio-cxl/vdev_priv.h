@@ -103,7 +103,7 @@ struct vcxl_vdev {
 
 /* Why the backend's fd must not go to the client (NULL: it may, or the
  * operator trusts the client). */
-const char *vdev_fd_unshareable(const struct vcxl_vdev *v, int fd);
+const char *vdev_fd_unshareable(const struct vcxl_vdev *v, int fd, bool *never);
 
 /* vconfig.c */
 int vcfg_build(struct vcxl_vdev *v, char *err, size_t errlen);

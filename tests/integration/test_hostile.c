@@ -9,6 +9,11 @@
  * outside the region is unchanged (read through the server's own device
  * memory file, /proc/PID/fd), the guest's config space and component block
  * read as before, the server lives and device 1 is served.
+ *
+ * Then --backing: the file holds all device memory, so its fd goes to no
+ * client unless the operator passes --trust-client; without it the region
+ * is served by messages (one log line says so) and `vcxl memtest` works
+ * through them.
  */
 #include <dirent.h>
 #include <linux/falloc.h>
@@ -352,6 +357,55 @@ static void test_engine(struct harness *h, struct vcxl_client *c, const struct d
 	is(canaries_bad(d), 0, "device memory outside the region unchanged");
 }
 
+/* --backing FILE with and without --trust-client */
+static void test_backing(const char *bin, const char *cli)
+{
+	char dir[] = "/tmp/vcxl-hb-XXXXXX", file[96], cmd[600], out[2048];
+	const char *args[] = {"--backing", file, "--trust-client", NULL};
+	struct vcxl_client_region ri;
+	struct vcxl_client *c;
+	struct harness h = {0};
+
+	if (!ok(mkdtemp(dir) != NULL, "backing: temp dir"))
+		return;
+	snprintf(file, sizeof(file), "%s/devmem", dir);
+	for (int trust = 0; trust < 2; trust++) {
+		args[2] = trust ? "--trust-client" : NULL;
+		if (!ok(h_start(&h, bin, -1, args) == 0, "backing%s: server up",
+			trust ? " --trust-client" : "")) {
+			h_cleanup(&h);
+			continue;
+		}
+		is(vcxl_client_connect(h.sock, &c), 0, "client connects");
+		is(vcxl_client_region_info(c, 9, &ri), 0, "region info");
+		if (trust) {
+			ok(ri.fd >= 0 && (ri.flags & VFIO_REGION_INFO_FLAG_MMAP),
+			   "--trust-client: the backing file goes out");
+		} else {
+			ok(ri.fd < 0 && !(ri.flags & VFIO_REGION_INFO_FLAG_MMAP),
+			   "no fd for the region: the file holds all device memory");
+			is(h_log_count(&h, "CXL region served by REGION_READ/WRITE only"), 1,
+			   "one log line says so, and why");
+		}
+		if (ri.fd >= 0)
+			close(ri.fd);
+		vcxl_client_close(c);
+		snprintf(cmd, sizeof(cmd), "%s memtest %s --size 4M 2>&1", cli, h.sock);
+		FILE *f = popen(cmd, "r");
+		size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+		out[n] = 0;
+		for (char *q = out; *q; q++)
+			*q = *q == '\n' ? ' ' : *q;
+		ok(f && pclose(f) == 0 && strstr(out, "OK") &&
+		       (trust ? !strstr(out, "messages only") : !!strstr(out, "messages only")),
+		   "vcxl memtest passes (%s): %s", trust ? "mmap" : "messages", out);
+		is(h_stop(&h), 0, "server exits cleanly");
+		h_cleanup(&h);
+	}
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const char *args[] = {"--devices", "2", "--mem-size", "1G", "--region-size", "256M", NULL};
@@ -393,5 +447,6 @@ int main(int argc, char **argv)
 	for (int i = 0; i < d.n; i++)
 		close(d.fd[i]);
 	h_cleanup(&h);
+	test_backing(h_server_bin(argc, argv), h_cli_bin(argc, argv));
 	return done();
 }

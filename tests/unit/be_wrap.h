@@ -154,11 +154,12 @@ static inline const char *bw_name(void *dev)
 	return "bw";
 }
 
-static inline const char *bw_fd_unshareable(void *dev, int fd)
+static inline const char *bw_fd_unshareable(void *dev, int fd, bool *never)
 {
 	struct bw *w = dev;
-	return w->inner->ops->fd_unshareable ? w->inner->ops->fd_unshareable(w->inner->dev, fd)
-					     : "no fd_unshareable";
+	return w->inner->ops->fd_unshareable
+		   ? w->inner->ops->fd_unshareable(w->inner->dev, fd, never)
+		   : "no fd_unshareable";
 }
 
 static const struct vcxl_backend_ops bw_ops = {

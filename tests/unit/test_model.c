@@ -299,8 +299,9 @@ static void test_hpa_map(void)
 	ok(fcntl(fd, F_GET_SEALS) == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
 	   "... sealed against shrink and grow, seals sealed");
 	ok(ftruncate(fd, 0) < 0 && errno == EPERM, "... ftruncate refused");
-	ok(be->ops->fd_unshareable(be->dev, fd) == NULL, "... and may go to a client");
-	ok(be->ops->fd_unshareable(be->dev, mfd) != NULL, "the device memory fd may not");
+	bool never = false;
+	ok(be->ops->fd_unshareable(be->dev, fd, &never) == NULL, "... and may go to a client");
+	ok(be->ops->fd_unshareable(be->dev, mfd, &never) != NULL, "the device memory fd may not");
 	ok(be->ops->hpa_map(be->dev, 17 * G256, 2 * G256, &fd, &off) == -ENXIO,
 	   "range past the decoder: -ENXIO");
 	ok(be->ops->hpa_map(be->dev, 16 * G256, 0, &fd, &off) == -EINVAL, "size 0: -EINVAL");

@@ -242,6 +242,10 @@ static void test_bars(void)
 	is(bi.size, VCXL_MODEL_BAR0_SIZE, "size from the region");
 	ok(bi.flags & VCXL_BAR_MEM64, "64-bit from the BAR register");
 	ok(bi.fd >= 0 && bi.fd_offset == REG_OFF(0), "whole BAR mappable: device fd + offset");
+	/* ... for the server's own accesses: never for a client but a trusted one */
+	bool never = true;
+	ok(f.be->ops->fd_unshareable(f.be->dev, bi.fd, &never) != NULL && !never,
+	   "the device fd may not go to a client (--trust-client only)");
 	is(bi.nr_areas, 0, "no areas");
 	is(f.be->ops->bar_info(f.be->dev, 2, &bi), 0, "BAR2 info");
 	ok(!(bi.flags & VCXL_BAR_MEM64), "BAR2 is 32-bit");
@@ -423,6 +427,9 @@ static void test_misc_ops(void)
 	/* hpa_map through the "devmem" file, limited to the window once set */
 	is(f.be->ops->hpa_map(f.be->dev, 0x10000000, VCXL_SZ_256M, &fd, &off), 0, "hpa_map");
 	ok(fd >= 0 && off == 0x10000000, "devmem fd at offset = HPA");
+	bool never = false;
+	ok(f.be->ops->fd_unshareable(f.be->dev, fd, &never) != NULL && never,
+	   "the devmem fd never goes to a client, not even a trusted one");
 	vcxl_hw_vfio_set_window(f.v, 0x20000000, VCXL_SZ_256M);
 	is(f.be->ops->hpa_map(f.be->dev, 0x10000000, VCXL_SZ_256M, &fd, &off), -ERANGE,
 	   "outside the window refused");

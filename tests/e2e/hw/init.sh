@@ -183,7 +183,9 @@ if [ -S $SOCK2 ]; then
 	run srv-info vcxl info $SOCK2
 	run srv-commit vcxl commit $SOCK2 --decoder 0 --base 0x1000000000 --size 256M
 	run srv-memtest vcxl memtest $SOCK2 --size 1M
-	run srv-mmap vcxl-hw-mmap $SOCK2
+	# by default no fd goes to the client (docs/security.md): BARs and the
+	# region are served by messages, said in one line each
+	run srv-mmap-none vcxl-hw-mmap $SOCK2 --expect-none
 	run srv-dma vcxl-hw-dma $SOCK2 --server-pid $SPID --iova 0x1000000000 --size 16M
 	# an interrupt from the device itself: QEMU's cxl-type3 signals its mailbox MSI-X
 	# vector when a background command ends; vfio-pci's eventfd is the client's.
@@ -208,9 +210,34 @@ if [ -S $SOCK2 ]; then
 	grep -q -i 'protocol error' /tmp/srv.err &&
 		step server-vfio-protocol fail "$(grep -i -m1 'protocol error' /tmp/srv.err)" ||
 		step server-vfio-protocol ok "no protocol error"
+	l=$(grep -c 'served by REGION_READ/WRITE only' /tmp/srv.err)
+	grep -q 'CXL region served by REGION_READ/WRITE only, not mmap: no device-DAX' /tmp/srv.err &&
+		step server-vfio-nofd ok "$l lines: served by messages, no fd" ||
+		step server-vfio-nofd fail "no 'served by REGION_READ/WRITE only' line for the region"
 else
 	step server-vfio fail "vcxl-server --backend vfio did not come up"
 fi
 sed 's/^/vcxl-server: /' /tmp/srv.err
+
+# --trust-client: the BAR areas go out as the VFIO device fd (the region
+# still not: /dev/mem never does); what a VMM then maps is the device itself
+SOCK4=/tmp/vcxl-trust.sock
+vcxl-server --backend vfio --device "$BDF" --iommu $IOMMU --socket $SOCK4 --trust-client > /tmp/trust.out 2> /tmp/trust.err &
+SPID=$!
+i=0
+while [ $i -lt 600 ]; do
+	[ -S $SOCK4 ] && break
+	kill -0 $SPID 2>/dev/null || break
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -S $SOCK4 ]; then
+	run srv-mmap vcxl-hw-mmap $SOCK4
+	kill -TERM $SPID
+	wait $SPID
+else
+	step srv-mmap fail "vcxl-server --trust-client did not come up"
+fi
+sed 's/^/vcxl-server-trust: /' /tmp/trust.err
 
 finish

@@ -218,7 +218,7 @@ check_boot() { # check_boot NAME CONSOLE MEMFILE RP2 QEMU-TRACE
 		check_dax "$con" "$mem"
 		return
 	fi
-	for s in find-device cedt no-cxl-acpi bind serve iommu info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest srv-mmap srv-dma srv-mbox-irq srv-mbox srv-reset srv-memtest-reset server-vfio-exit server-vfio-host-decoder server-vfio-iommu server-vfio-protocol; do
+	for s in find-device cedt no-cxl-acpi bind serve iommu info lspci commit hdm memtest shutdown server-vfio srv-info srv-commit srv-memtest srv-mmap-none srv-mmap srv-dma srv-mbox-irq srv-mbox srv-reset srv-memtest-reset server-vfio-exit server-vfio-host-decoder server-vfio-iommu server-vfio-protocol server-vfio-nofd; do
 		l=$(grep -a "^STEP $s " "$con" | head -1)
 		tap "$(echo "$l" | grep -q "^STEP $s ok" && echo 1 || echo 0)" "$name: $s ${l#STEP $s }"
 	done

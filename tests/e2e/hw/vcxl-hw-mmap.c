@@ -7,10 +7,15 @@
  * the component block (the CXL device-info capability says where) must lie
  * in no mappable area, since the server emulates it. One "HW mmap ..." line
  * per area, then "HW mmap-summary areas=N mismatches=M comp_exposed=K".
+ * That needs a server started with --trust-client: by default it hands out
+ * no fd at all for a real device (the VFIO device fd reaches every BAR whole
+ * and the device's ioctls; /dev/mem every physical range): --expect-none
+ * checks that, "HW mmap-none fds=N mmap_flags=M" (0 and 0 to pass).
  *
- *   vcxl-hw-mmap SOCKET
+ *   vcxl-hw-mmap SOCKET [--expect-none]
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,14 +32,31 @@ int main(int argc, char **argv)
 	struct vcxl_client_info info;
 	unsigned areas = 0, mismatches = 0, exposed = 0;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: vcxl-hw-mmap SOCKET\n");
+	bool none = argc == 3 && !strcmp(argv[2], "--expect-none");
+
+	if (argc != 2 && !none) {
+		fprintf(stderr, "usage: vcxl-hw-mmap SOCKET [--expect-none]\n");
 		return 2;
 	}
 	int rc = vcxl_client_connect(argv[1], &c);
 	if (rc || (rc = vcxl_client_get_info(c, &info)) || !info.has_cxl) {
 		printf("HW mmap FAIL %s: %s\n", argv[1], rc ? strerror(-rc) : "no CXL capability");
 		return 1;
+	}
+	if (none) {
+		unsigned fds = 0, flags = 0;
+		for (uint32_t r = 0; r < info.num_regions; r++) {
+			struct vcxl_client_region ri;
+			if (vcxl_client_region_info(c, r, &ri))
+				continue;
+			fds += ri.fd >= 0;
+			flags += (ri.flags & VFIO_REGION_INFO_FLAG_MMAP) != 0;
+			if (ri.fd >= 0)
+				close(ri.fd);
+		}
+		printf("HW mmap-none fds=%u mmap_flags=%u\n", fds, flags);
+		vcxl_client_close(c);
+		return fds || flags;
 	}
 	for (uint32_t bar = 0; bar < NUM_BARS; bar++) {
 		struct vcxl_client_region ri;
