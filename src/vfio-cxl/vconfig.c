@@ -201,8 +201,11 @@ static int route_ext_cap(void *opaque, uint32_t off, uint32_t hdr)
 	uint64_t h1 = 0, h2 = 0;
 
 	route_set(v, off, 4, VCFG_RO);
-	if (id == PCIE_EXT_CAP_ID_DOE && off == v->dev->doe_off && v->has_doe) {
-		route_set(v, off, PCI_DOE_CAP_SIZE, VCFG_EMUL);
+	/* PCIe r6 6.30: the CDAT DOE is served virtually; any other DOE
+	 * mailbox (CMA/SPDM, IDE, ...) is the host's: read-only */
+	if (id == PCIE_EXT_CAP_ID_DOE) {
+		bool virt = off == v->dev->doe_off && v->has_doe;
+		route_set(v, off, PCI_DOE_CAP_SIZE, virt ? VCFG_EMUL : VCFG_RO);
 		return 0;
 	}
 	if (id != PCIE_EXT_CAP_ID_DVSEC)
@@ -216,17 +219,13 @@ static int route_ext_cap(void *opaque, uint32_t off, uint32_t hdr)
 	/* CXL DVSECs: Header 2 shares its dword with RO body fields */
 	route_set(v, off + PCIE_DVSEC_HEADER2, 4, VCFG_RO);
 	uint32_t len = (uint32_t)VCXL_FIELD_GET(PCIE_DVSEC_HDR1_LEN, h1);
-	switch (VCXL_FIELD_GET(PCIE_DVSEC_HDR2_ID, h2)) {
-	case CXL_DVSEC_ID_DEVICE:
-		if (off == v->dev->dvsec)
-			route_set(v, off, v->dvsec_len, VCFG_EMUL);
-		break;
-	case CXL_DVSEC_ID_REG_LOCATOR:
-		route_set(v, off, len, VCFG_RO); /* host-owned: where the blocks are */
-		break;
-	default:
-		break; /* GPF, Flex Bus, ...: bodies pass through */
-	}
+	/* CXL r3.1 8.1: the Device DVSEC is emulated; every other CXL DVSEC
+	 * (Register Locator, GPF, Flex Bus port, Test, MLD, ...) is host-owned
+	 * and read-only: nothing the guest writes there reaches the device */
+	if (VCXL_FIELD_GET(PCIE_DVSEC_HDR2_ID, h2) == CXL_DVSEC_ID_DEVICE && off == v->dev->dvsec)
+		route_set(v, off, v->dvsec_len, VCFG_EMUL);
+	else
+		route_set(v, off, len, VCFG_RO);
 	return 0;
 }
 

@@ -235,8 +235,15 @@ static void test_routes(void)
 	if (gpf) {
 		gcfg_w(e.v, gpf + PCIE_DVSEC_HEADER2, 4, 0xffffffff);
 		is(e.w.cfg_writes, cw, "GPF DVSEC header dword is read-only");
-		gcfg_w(e.v, gpf + 0xc, 4, 0x5);
-		is(e.w.cfg_writes, cw + 1, "GPF body passes through");
+		uint32_t before = pcfg(&e, gpf + 0xc);
+		gcfg_w(e.v, gpf + 0xc, 4, before ^ 0x5);
+		is(e.w.cfg_writes, cw, "GPF body write never reaches the device (host-owned)");
+		is(gcfg(e.v, gpf + 0xc, 4), before, "... and reads the device's value");
+	}
+	uint32_t fb = g_find_dvsec(e.v, CXL_VENDOR_ID, CXL_DVSEC_ID_FLEXBUS);
+	if (ok(fb, "Flex Bus DVSEC found")) {
+		gcfg_w(e.v, fb + CXL_FLEXBUS_CTRL, 2, 0);
+		is(e.w.cfg_writes, cw, "Flex Bus Control write never reaches the device");
 	}
 	/* the standard header passes through */
 	uint16_t cmd = (uint16_t)pcfg(&e, PCI_COMMAND);
