@@ -29,32 +29,39 @@
 #include "vcxl/regfile.h"
 
 /* ---- command opcodes (CXL r3.1 Tables 8-37 and 8-126) ------------------ */
-#define CXL_MBOX_OP_GET_EVENT_RECORDS	0x0100
-#define CXL_MBOX_OP_CLEAR_EVENT_RECORDS 0x0101
-#define CXL_MBOX_OP_GET_EVT_INT_POLICY	0x0102
-#define CXL_MBOX_OP_SET_EVT_INT_POLICY	0x0103
-#define CXL_MBOX_OP_GET_FW_INFO		0x0200
-#define CXL_MBOX_OP_TRANSFER_FW		0x0201
-#define CXL_MBOX_OP_ACTIVATE_FW		0x0202
-#define CXL_MBOX_OP_GET_TIMESTAMP	0x0300
-#define CXL_MBOX_OP_SET_TIMESTAMP	0x0301
-#define CXL_MBOX_OP_GET_SUPPORTED_LOGS	0x0400
-#define CXL_MBOX_OP_GET_LOG		0x0401
-#define CXL_MBOX_OP_IDENTIFY		0x4000
-#define CXL_MBOX_OP_GET_PARTITION_INFO	0x4100
-#define CXL_MBOX_OP_SET_PARTITION_INFO	0x4101
-#define CXL_MBOX_OP_GET_LSA		0x4102
-#define CXL_MBOX_OP_SET_LSA		0x4103
-#define CXL_MBOX_OP_GET_HEALTH_INFO	0x4200
-#define CXL_MBOX_OP_GET_ALERT_CONFIG	0x4201
-#define CXL_MBOX_OP_SET_ALERT_CONFIG	0x4202
-#define CXL_MBOX_OP_GET_POISON		0x4300
-#define CXL_MBOX_OP_INJECT_POISON	0x4301
-#define CXL_MBOX_OP_CLEAR_POISON	0x4302
-#define CXL_MBOX_OP_GET_SCAN_MEDIA_CAPS 0x4303
-#define CXL_MBOX_OP_SCAN_MEDIA		0x4304
-#define CXL_MBOX_OP_GET_SCAN_MEDIA	0x4305
-#define CXL_MBOX_OP_SANITIZE		0x4400
+#define CXL_MBOX_OP_IDENTIFY_GENERIC	   0x0001 /* 8.2.9.1.1 */
+#define CXL_MBOX_OP_BG_OP_STATUS	   0x0002 /* 8.2.9.1.2 */
+#define CXL_MBOX_OP_GET_LOG_CAPS	   0x0402
+#define CXL_MBOX_OP_GET_LOGS_SUBLIST	   0x0405
+#define CXL_MBOX_OP_GET_SUPPORTED_FEATURES 0x0500
+#define CXL_MBOX_OP_GET_FEATURE		   0x0501
+#define CXL_MBOX_OP_GET_SHUTDOWN_STATE	   0x4203
+#define CXL_MBOX_OP_GET_EVENT_RECORDS	   0x0100
+#define CXL_MBOX_OP_CLEAR_EVENT_RECORDS	   0x0101
+#define CXL_MBOX_OP_GET_EVT_INT_POLICY	   0x0102
+#define CXL_MBOX_OP_SET_EVT_INT_POLICY	   0x0103
+#define CXL_MBOX_OP_GET_FW_INFO		   0x0200
+#define CXL_MBOX_OP_TRANSFER_FW		   0x0201
+#define CXL_MBOX_OP_ACTIVATE_FW		   0x0202
+#define CXL_MBOX_OP_GET_TIMESTAMP	   0x0300
+#define CXL_MBOX_OP_SET_TIMESTAMP	   0x0301
+#define CXL_MBOX_OP_GET_SUPPORTED_LOGS	   0x0400
+#define CXL_MBOX_OP_GET_LOG		   0x0401
+#define CXL_MBOX_OP_IDENTIFY		   0x4000
+#define CXL_MBOX_OP_GET_PARTITION_INFO	   0x4100
+#define CXL_MBOX_OP_SET_PARTITION_INFO	   0x4101
+#define CXL_MBOX_OP_GET_LSA		   0x4102
+#define CXL_MBOX_OP_SET_LSA		   0x4103
+#define CXL_MBOX_OP_GET_HEALTH_INFO	   0x4200
+#define CXL_MBOX_OP_GET_ALERT_CONFIG	   0x4201
+#define CXL_MBOX_OP_SET_ALERT_CONFIG	   0x4202
+#define CXL_MBOX_OP_GET_POISON		   0x4300
+#define CXL_MBOX_OP_INJECT_POISON	   0x4301
+#define CXL_MBOX_OP_CLEAR_POISON	   0x4302
+#define CXL_MBOX_OP_GET_SCAN_MEDIA_CAPS	   0x4303
+#define CXL_MBOX_OP_SCAN_MEDIA		   0x4304
+#define CXL_MBOX_OP_GET_SCAN_MEDIA	   0x4305
+#define CXL_MBOX_OP_SANITIZE		   0x4400
 
 /* ---- return codes (CXL r3.1 Table 8-34), numbered as Linux's table ----- */
 enum cxl_mbox_rc {
@@ -286,6 +293,29 @@ int vcxl_mbox_cel_entry(const struct vcxl_memdev *d, unsigned i, uint16_t *opcod
 const char *vcxl_mbox_opcode_name(uint16_t opcode);
 /* The name of a return code as Table 8-34 spells it ("unknown" for others). */
 const char *vcxl_mbox_rc_name(uint16_t rc);
+
+/*
+ * The commands a guest may send a real memory device's mailbox through vcxl
+ * (vfio-cxl): those with no persistent or destructive effect on the device,
+ * the way Linux's CXL core keeps its raw interface (drivers/cxl/core/mbox.c,
+ * cxl_mem_raw_command_allowed) away from firmware update, partitioning,
+ * labels, security and sanitize. Allowed (CXL r3.1 8.2.9 opcodes):
+ * Identify 0001h, Background Operation Status 0002h; the event log
+ * 0100h-0103h (Get/Clear Event Records, Get/Set Event Interrupt Policy:
+ * volatile, Linux's probe uses them); Get FW Info 0200h; Get/Set Timestamp
+ * 0300h-0301h (volatile); Get Supported Logs 0400h, Get Log 0401h, Get Log
+ * Capabilities 0402h, Get Supported Logs Sub-List 0405h; Get Supported
+ * Features 0500h, Get Feature 0501h; Identify Memory Device 4000h, Get
+ * Partition Info 4100h, Get LSA 4102h, Get Health Info 4200h, Get Alert
+ * Configuration 4201h, Get Shutdown State 4203h, Get Poison List 4300h, Get
+ * Scan Media Capabilities 4303h, Scan Media 4304h (reads the media), Get
+ * Scan Media Results 4305h. Everything else (Transfer/Activate FW, Clear/
+ * Populate Log, Set Feature, Set Partition Info, Set LSA, Set Alert
+ * Configuration, Set Shutdown State, Inject/Clear Poison, Sanitize, Secure
+ * Erase, security, dynamic capacity, vendor commands, unknown opcodes) is
+ * answered Unsupported without reaching the device.
+ */
+bool vcxl_mbox_guest_allowed(uint16_t opcode);
 
 /* Find capability `id` (CXLDEV_CAP_ID_*) in a device capabilities array
  * (CXL r3.1 8.2.8.1-2); rd reads dwords at offsets from the block start, off

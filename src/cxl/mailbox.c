@@ -745,3 +745,40 @@ void vcxl_memdev_bg_complete(struct vcxl_memdev *d)
 			d->ops->irq(d->opaque, d, d->facts.mbox_msgnum);
 	}
 }
+
+/* The allow-list of cxl_mbox.h vcxl_mbox_guest_allowed (CXL r3.1 8.2.9). */
+bool vcxl_mbox_guest_allowed(uint16_t opcode)
+{
+	static const uint16_t allowed[] = {
+	    CXL_MBOX_OP_IDENTIFY_GENERIC,
+	    CXL_MBOX_OP_BG_OP_STATUS,
+	    CXL_MBOX_OP_GET_EVENT_RECORDS,
+	    CXL_MBOX_OP_CLEAR_EVENT_RECORDS,
+	    CXL_MBOX_OP_GET_EVT_INT_POLICY,
+	    CXL_MBOX_OP_SET_EVT_INT_POLICY,
+	    CXL_MBOX_OP_GET_FW_INFO,
+	    CXL_MBOX_OP_GET_TIMESTAMP,
+	    CXL_MBOX_OP_SET_TIMESTAMP,
+	    CXL_MBOX_OP_GET_SUPPORTED_LOGS,
+	    CXL_MBOX_OP_GET_LOG,
+	    CXL_MBOX_OP_GET_LOG_CAPS,
+	    CXL_MBOX_OP_GET_LOGS_SUBLIST,
+	    CXL_MBOX_OP_GET_SUPPORTED_FEATURES,
+	    CXL_MBOX_OP_GET_FEATURE,
+	    CXL_MBOX_OP_IDENTIFY,
+	    CXL_MBOX_OP_GET_PARTITION_INFO,
+	    CXL_MBOX_OP_GET_LSA,
+	    CXL_MBOX_OP_GET_HEALTH_INFO,
+	    CXL_MBOX_OP_GET_ALERT_CONFIG,
+	    CXL_MBOX_OP_GET_SHUTDOWN_STATE,
+	    CXL_MBOX_OP_GET_POISON,
+	    CXL_MBOX_OP_GET_SCAN_MEDIA_CAPS,
+	    CXL_MBOX_OP_SCAN_MEDIA,
+	    CXL_MBOX_OP_GET_SCAN_MEDIA,
+	};
+
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		if (allowed[i] == opcode)
+			return true;
+	return false;
+}

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "vdev_priv.h"
+#include "vcxl/cxl_mbox.h"
+#include "vcxl/cxl_regs.h"
 
 static uint64_t page_size(void)
 {
@@ -196,6 +198,95 @@ static void backend_areas(struct vcxl_vbar *b)
 	b->bi.fd_offset = b->bi.area_fd_offset;
 }
 
+/* ---- the memory device mailbox (CXL r3.1 8.2.8.4) ------------------------ */
+
+struct mbox_rd {
+	struct vcxl_vdev *v;
+	unsigned bar;
+	uint64_t base;
+};
+
+static int mbox_rd32(void *opaque, uint32_t off, uint32_t *val)
+{
+	struct mbox_rd *r = opaque;
+	uint64_t x = 0;
+	int rc = r->v->be->ops->bar_read(r->v->be->dev, r->bar, r->base + off, 4, &x);
+
+	*val = (uint32_t)x;
+	return rc;
+}
+
+/* Where the Primary Mailbox is (8.2.8.2), if the device has one. */
+static void mbox_find(struct vcxl_vdev *v)
+{
+	const struct vcxl_cxl_dev *d = v->dev;
+	struct mbox_rd r = {.v = v, .bar = d->devregs_bar, .base = d->devregs_off};
+	uint32_t off = 0, len = 0;
+
+	if (!d->has_devregs || d->devregs_bar >= VCXL_NUM_BARS ||
+	    vcxl_devcap_find(mbox_rd32, &r, CXLDEV_CAP_ID_PRIMARY_MBOX, &off, &len) ||
+	    len < CXLDEV_MBOX_PAYLOAD)
+		return;
+	v->has_mbox = true;
+	v->mbox_bar = d->devregs_bar;
+	v->mbox_off = d->devregs_off + off;
+}
+
+void vbar_mbox_reset(struct vcxl_vdev *v)
+{
+	v->mbox_refused = false;
+}
+
+/* A write of [p, p + w) carrying val: a doorbell for a command off the
+ * allow-list is taken out (the device never sees it) and the command is
+ * answered Unsupported through the Status and Command registers. */
+static uint64_t mbox_filter_write(struct vcxl_vdev *v, uint64_t p, unsigned w, uint64_t val)
+{
+	uint64_t ctrl = v->mbox_off + CXLDEV_MBOX_CTRL, cmd = 0;
+
+	if (ctrl < p || ctrl >= p + w)
+		return val;
+	uint64_t db = (uint64_t)CXLDEV_MBOX_CTRL_DOORBELL << (8 * (ctrl - p));
+	if (!(val & db))
+		return val;
+	v->be->ops->bar_read(v->be->dev, v->mbox_bar, v->mbox_off + CXLDEV_MBOX_CMD, 8, &cmd);
+	uint16_t op = (uint16_t)VCXL_FIELD_GET(CXLDEV_MBOX_CMD_OPCODE, cmd);
+	v->mbox_refused = !vcxl_mbox_guest_allowed(op);
+	if (!v->mbox_refused)
+		return val;
+	v->mbox_refused_op = op;
+	return val & ~db;
+}
+
+/* Reads of the Status and Command registers after a refused doorbell:
+ * Return Code Unsupported, no background operation, no output payload. */
+static uint64_t mbox_filter_read(struct vcxl_vdev *v, uint64_t p, unsigned w, uint64_t val)
+{
+	if (!v->mbox_refused)
+		return val;
+	uint64_t st = v->mbox_off + CXLDEV_MBOX_STATUS, cm = v->mbox_off + CXLDEV_MBOX_CMD;
+	uint64_t fst = VCXL_FIELD_PREP(CXLDEV_MBOX_STATUS_RC, CXL_MBOX_RC_UNSUPPORTED);
+	uint64_t fcm = VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_OPCODE, v->mbox_refused_op);
+
+	for (unsigned b = 0; b < w; b++) {
+		uint64_t a = p + b, fake;
+		if (a >= st && a < st + 8)
+			fake = fst >> (8 * (a - st));
+		else if (a >= cm && a < cm + 8)
+			fake = fcm >> (8 * (a - cm));
+		else
+			continue;
+		val = (val & ~(0xffull << (8 * b))) | ((fake & 0xff) << (8 * b));
+	}
+	return val;
+}
+
+static bool mbox_regs(const struct vcxl_vdev *v, unsigned bar, uint64_t p, unsigned w)
+{
+	return v->has_mbox && bar == v->mbox_bar && p < v->mbox_off + CXLDEV_MBOX_PAYLOAD &&
+	       v->mbox_off < p + w;
+}
+
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 {
 	int rc;
@@ -218,6 +309,10 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 		if (r->bar < VCXL_NUM_BARS)
 			hole_add(&v->bar[r->bar], r->off, r->len);
 	}
+	/* the mailbox registers are always trapped: the filter must see them */
+	mbox_find(v);
+	if (v->has_mbox)
+		hole_add(&v->bar[v->mbox_bar], v->mbox_off, CXLDEV_MBOX_PAYLOAD);
 	for (unsigned i = 0; i < VCXL_NUM_BARS; i++) {
 		struct vcxl_vbar *b = &v->bar[i];
 		sparse_compute(b);
@@ -343,6 +438,9 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 		uint64_t val = 0;
 		if (write)
 			val = get_le(p8 + (p - off), w);
+		bool mb = !in_comp && mbox_regs(v, bar, p, w);
+		if (write && mb)
+			val = mbox_filter_write(v, p, w, val);
 		if (in_comp)
 			rc = vcomp_access(v, write, (uint32_t)(p - cs), w, &val);
 		else if (write)
@@ -351,6 +449,8 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 			rc = v->be->ops->bar_read(v->be->dev, bar, p, w, &val);
 		if (rc)
 			return rc;
+		if (!write && mb)
+			val = mbox_filter_read(v, p, w, val);
 		if (!write)
 			put_le(p8 + (p - off), w, val);
 		p += w;

@@ -544,8 +544,8 @@ static int vdev_region_scrub(struct vcxl_vdev *v)
 	map = cxl_region_map(v);
 	if (!map)
 		return -EIO;
-	memset(map, 0, r->size);
-	return 0;
+	/* the client may map it too: guarded */
+	return vcxl_guarded_memset(map, 0, r->size);
 }
 
 int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
@@ -561,6 +561,9 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 	}
 	if (e->dvsec || e->function)
 		vcfg_reset(v, e->dvsec, e->function);
+	/* a refused mailbox command's Unsupported answer goes with the function */
+	if (e->device || e->function)
+		vbar_mbox_reset(v);
 	if (e->decoders || e->comp)
 		vcomp_reset(v, e->comp);
 	if (!v->be->ops->set_irq_eventfd) { /* else the kernel owns the table */

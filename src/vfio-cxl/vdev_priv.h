@@ -88,6 +88,14 @@ struct vcxl_vdev {
 
 	struct vcxl_vbar bar[VCXL_NUM_BARS];
 
+	/* the memory device's Primary Mailbox (CXL r3.1 8.2.8.4): trapped, and
+	 * commands off the allow-list answered Unsupported (vbar.c) */
+	bool has_mbox;
+	unsigned mbox_bar;
+	uint64_t mbox_off; /* in the BAR */
+	bool mbox_refused; /* the last doorbell was refused: Status and Command read so */
+	uint16_t mbox_refused_op;
+
 	/* host mapping of the CXL region, made on first use (no page touched) */
 	uint8_t *region_map;
 	bool region_fd_shared; /* the client gets the region's fd (mmap) */
@@ -144,5 +152,6 @@ int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed);
 void vbar_msix_rearm(struct vcxl_vdev *v);
 /* Every vector masked (the client's eventfds are gone). */
 void vbar_msix_disarm_all(struct vcxl_vdev *v);
+void vbar_mbox_reset(struct vcxl_vdev *v);
 
 #endif /* VCXL_VDEV_PRIV_H */

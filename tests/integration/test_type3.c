@@ -223,6 +223,38 @@ static void test_mailbox(struct vcxl_client *c, uint64_t blk)
 	rc = mbox_cmd(c, mb, CXL_MBOX_OP_IDENTIFY, junk, sizeof(junk), out, &n);
 	ok(rc != CXL_MBOX_RC_SUCCESS && rc > 0,
 	   "Identify with an input payload: refused with a return code (rc %d)", rc);
+
+	/* host-owned state: commands off the allow-list (cxl_mbox.h) are
+	 * answered Unsupported and never reach the device */
+	uint8_t lsa_in[CXL_GET_LSA_IN_SIZE] = {0}, before[16], after[16];
+	lsa_in[4] = sizeof(before); /* offset 0, length 16 */
+	n = sizeof(before);
+	rc = mbox_cmd(c, mb, CXL_MBOX_OP_GET_LSA, lsa_in, sizeof(lsa_in), before, &n);
+	is(rc, CXL_MBOX_RC_SUCCESS, "Get LSA (allowed): Success");
+	uint8_t set[CXL_SET_LSA_HDR_SIZE + 16];
+	memset(set, 0, CXL_SET_LSA_HDR_SIZE);
+	memset(set + CXL_SET_LSA_HDR_SIZE, 0xee, 16);
+	n = sizeof(out);
+	rc = mbox_cmd(c, mb, CXL_MBOX_OP_SET_LSA, set, sizeof(set), out, &n);
+	ok(rc == CXL_MBOX_RC_UNSUPPORTED && n == 0,
+	   "Set LSA (persistent): Unsupported, no output (rc %d, %zu bytes)", rc, n);
+	n = sizeof(after);
+	rc = mbox_cmd(c, mb, CXL_MBOX_OP_GET_LSA, lsa_in, sizeof(lsa_in), after, &n);
+	ok(rc == CXL_MBOX_RC_SUCCESS && !memcmp(before, after, sizeof(before)),
+	   "... the label storage area is unchanged");
+	static const uint16_t refused[] = {
+	    CXL_MBOX_OP_SANITIZE,	    CXL_MBOX_OP_ACTIVATE_FW,   CXL_MBOX_OP_TRANSFER_FW,
+	    CXL_MBOX_OP_SET_PARTITION_INFO, CXL_MBOX_OP_INJECT_POISON, CXL_MBOX_OP_CLEAR_POISON};
+	for (unsigned i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		n = sizeof(out);
+		rc = mbox_cmd(c, mb, refused[i], NULL, 0, out, &n);
+		ok(rc == CXL_MBOX_RC_UNSUPPORTED && n == 0, "opcode 0x%04x: Unsupported (rc %d)",
+		   refused[i], rc);
+	}
+	n = sizeof(out);
+	rc = mbox_cmd(c, mb, CXL_MBOX_OP_IDENTIFY, NULL, 0, out, &n);
+	ok(rc == CXL_MBOX_RC_SUCCESS && n >= CXL_IDENTIFY_SIZE_V2,
+	   "Identify after the refusals: Success again");
 }
 
 /* CXL r3.1 8.2.4.20: the guest's decoders reset HOSTONLY and commit with it. */
