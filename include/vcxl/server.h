@@ -117,6 +117,11 @@ static inline void *vcxl_sock_io(int fd)
 }
 /* Listen on path (stale sockets removed; a live server there is -EADDRINUSE). */
 int vcxl_sock_listen(const char *path, int backlog);
+/* The same with an explicit mode (-1: as the umask says) and group
+ * ((gid_t)-1: the process's): the socket file is created with at most the
+ * owner bits of mode, given its group and mode, and only then listens, so
+ * it is never wider than asked, nor connectable before it has them. */
+int vcxl_sock_listen_perm(const char *path, int backlog, int mode, gid_t gid);
 /* Accept one client, non-blocking and close-on-exec: fd or -errno. */
 int vcxl_sock_accept(int lfd);
 /* Connect (blocking, close-on-exec): fd or -errno. */
@@ -265,6 +270,9 @@ int vcxl_loop_create(struct vcxl_loop **out);
 /* Serve dev on a listening socket path (the loop unlinks it at destroy). */
 int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcxl_dev_ops *ops,
 			 void *dev, const struct vcxl_conn_cfg *cfg);
+/* Sockets of devices added from now on get this mode (-1: umask) and group
+ * ((gid_t)-1: the process's); see vcxl_sock_listen_perm. */
+void vcxl_loop_set_socket_perm(struct vcxl_loop *l, int mode, gid_t gid);
 /* Run until SIGTERM/SIGINT (signalfd; the signals are blocked by the caller
  * or by this function) or vcxl_loop_stop(). 0 or -errno. */
 int vcxl_loop_run(struct vcxl_loop *l);

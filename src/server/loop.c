@@ -65,7 +65,15 @@ struct vcxl_loop {
 	void (*on_usr1)(void *opaque); /* fault injection (surprise removal) */
 	void *usr1_opaque;
 	struct loop_watch *watches, *dead_watches;
+	int sock_mode; /* -1: as the umask says */
+	gid_t sock_gid;
 };
+
+void vcxl_loop_set_socket_perm(struct vcxl_loop *l, int mode, gid_t gid)
+{
+	l->sock_mode = mode;
+	l->sock_gid = gid;
+}
 
 void vcxl_loop_on_sigusr1(struct vcxl_loop *l, void (*fn)(void *opaque), void *opaque)
 {
@@ -80,6 +88,8 @@ int vcxl_loop_create(struct vcxl_loop **out)
 	if (!l)
 		return -ENOMEM;
 	l->sfd = -1;
+	l->sock_mode = -1;
+	l->sock_gid = (gid_t)-1;
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0) {
 		int rc = -errno;
@@ -126,7 +136,7 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
 		d->cfg.max_batch = 1; /* epoll is level-triggered: it wakes again for the rest */
 	d->ltag = (struct loop_tag){.kind = TAG_LISTEN, .d = d};
 	d->ctag = (struct loop_tag){.kind = TAG_CONN, .d = d};
-	d->lfd = d->path ? vcxl_sock_listen(path, 4) : -ENOMEM;
+	d->lfd = d->path ? vcxl_sock_listen_perm(path, 4, l->sock_mode, l->sock_gid) : -ENOMEM;
 	if (d->lfd < 0) {
 		rc = d->lfd;
 		free(d->path);

@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "control.h"
@@ -33,6 +37,9 @@
 
 /* long options without a short one */
 #define OPT_TRUST_CLIENT 0x100
+#define OPT_SOCKET_MODE	 0x101
+#define OPT_SOCKET_GROUP 0x102
+#define OPT_USER	 0x103
 
 struct opts {
 	const char *socket;
@@ -50,6 +57,9 @@ struct opts {
 	bool trust_client;		       /* --trust-client */
 	enum vcxl_on_disconnect on_disconnect; /* --on-disconnect */
 	const char *control;		       /* --control (NULL: SOCKET.ctl; "none": off) */
+	int socket_mode;		       /* --socket-mode, -1 = umask */
+	gid_t socket_gid;		       /* --socket-group, (gid_t)-1 = none */
+	const char *user;		       /* --user: drop to it once everything is open */
 };
 
 static void usage(FILE *f)
@@ -102,6 +112,13 @@ static void usage(FILE *f)
 		"                           last one's data; keep: everything as the client\n"
 		"                           left it, for a VMM that reconnects (vfio-user's\n"
 		"                           'retain device state')\n"
+		"      --socket-mode MODE   mode of the sockets, octal (e.g. 0660; default: as\n"
+		"                           the umask says); set before the socket listens\n"
+		"      --socket-group GROUP group of the sockets (name or number)\n"
+		"      --user USER          once every device and socket is open, drop to USER\n"
+		"                           (its uid, gid, no supplementary groups); root is\n"
+		"                           only needed to open /dev/vfio, sysfs, /dev/mem,\n"
+		"                           device-DAX and to lift RLIMIT_MEMLOCK for DMA\n"
 		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
 		"                           client messages are logged at warn as\n"
 		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
@@ -166,6 +183,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"region-dax", required_argument, NULL, 'X'},
 	    {"trust-client", no_argument, NULL, OPT_TRUST_CLIENT},
 	    {"on-disconnect", required_argument, NULL, 'O'},
+	    {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+	    {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
+	    {"user", required_argument, NULL, OPT_USER},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -197,6 +217,33 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_TRUST_CLIENT:
 			o->trust_client = true;
+			break;
+		case OPT_SOCKET_MODE: {
+			char *end;
+			errno = 0;
+			unsigned long m = strtoul(optarg, &end, 8);
+			if (errno || end == optarg || *end || m > 0777)
+				return die_opt("--socket-mode", optarg,
+					       "need an octal mode, e.g. 0660");
+			o->socket_mode = (int)m;
+			break;
+		}
+		case OPT_SOCKET_GROUP: {
+			struct group *g = getgrnam(optarg);
+			char *end;
+			unsigned long id = strtoul(optarg, &end, 10);
+			if (g)
+				o->socket_gid = g->gr_gid;
+			else if (end != optarg && !*end && id < (gid_t)-1)
+				o->socket_gid = (gid_t)id;
+			else
+				return die_opt("--socket-group", optarg, "no such group");
+			break;
+		}
+		case OPT_USER:
+			if (!getpwnam(optarg))
+				return die_opt("--user", optarg, "no such user");
+			o->user = optarg;
 			break;
 		case 'X':
 			o->region_dax = optarg;
@@ -579,12 +626,50 @@ static int check_socket_paths(const struct opts *o)
 	return rc ? rc : o->control ? check_socket_path(o->control) : 0;
 }
 
+/*
+ * --user: everything that needs root is open (VFIO group/device or cdev,
+ * sysfs config, /dev/mem, device-DAX, the sockets), so become USER for good:
+ * no supplementary groups, its gid, its uid. With --backend vfio the pinned
+ * DMA windows count against RLIMIT_MEMLOCK, which only root can lift: it is
+ * lifted first (docs/security.md).
+ */
+static int drop_privileges(const struct opts *o)
+{
+	struct passwd *pw = getpwnam(o->user);
+
+	if (!pw) {
+		fprintf(stderr, "vcxl-server: --user %s: no such user\n", o->user);
+		return 2;
+	}
+	if (o->vfio) {
+		struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+		if (setrlimit(RLIMIT_MEMLOCK, &rl))
+			vcxl_log(VCXL_LOG_WARN,
+				 "RLIMIT_MEMLOCK not lifted (%s): large DMA windows "
+				 "may fail as %s",
+				 strerror(errno), o->user);
+	}
+	if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid)) {
+		fprintf(stderr, "vcxl-server: --user %s: %s\n", o->user, strerror(errno));
+		return 1;
+	}
+	if (pw->pw_uid != 0 && setuid(0) == 0) {
+		fprintf(stderr, "vcxl-server: --user %s: could regain root\n", o->user);
+		return 1;
+	}
+	vcxl_log(VCXL_LOG_INFO, "running as %s (uid %u, gid %u)", o->user, (unsigned)pw->pw_uid,
+		 (unsigned)pw->pw_gid);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.socket = "vcxl.sock",
 			 .mem_size = 256ull << 20,
 			 .devices = 1,
-			 .log_level = VCXL_LOG_INFO};
+			 .log_level = VCXL_LOG_INFO,
+			 .socket_mode = -1,
+			 .socket_gid = (gid_t)-1};
 	struct served *devs;
 	struct vcxl_loop *loop = NULL;
 	sigset_t set;
@@ -633,6 +718,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vcxl-server: out of memory\n");
 		return 1;
 	}
+	vcxl_loop_set_socket_perm(loop, o.socket_mode, o.socket_gid);
 	for (; made < o.devices; made++) {
 		struct served *s = &devs[made];
 
@@ -672,6 +758,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (o.user && (rc = drop_privileges(&o)))
+		goto out;
 	rc = vcxl_loop_run(loop);
 	if (rc)
 		fprintf(stderr, "vcxl-server: event loop: %s\n", strerror(-rc));

@@ -180,7 +180,7 @@ static int sock_remove_stale(const char *path)
 	return 0;
 }
 
-int vcxl_sock_listen(const char *path, int backlog)
+int vcxl_sock_listen_perm(const char *path, int backlog, int mode, gid_t gid)
 {
 	struct sockaddr_un sa;
 	int fd, rc;
@@ -194,12 +194,27 @@ int vcxl_sock_listen(const char *path, int backlog)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+	/* no window: bind creates the file with the owner's bits at most (the
+	 * umask is the process's, and the server is single-threaded here); it
+	 * refuses connections until listen, after the group and mode are set */
+	mode_t old = 0;
+	if (mode >= 0)
+		old = umask((mode_t)(0777 & ~(mode & 0700)));
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (mode >= 0)
+		umask(old);
+	if (rc < 0 || (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) ||
+	    (mode >= 0 && chmod(path, (mode_t)mode) < 0) || listen(fd, backlog) < 0) {
 		rc = -errno;
 		close(fd);
 		return rc;
 	}
 	return fd;
+}
+
+int vcxl_sock_listen(const char *path, int backlog)
+{
+	return vcxl_sock_listen_perm(path, backlog, -1, (gid_t)-1);
 }
 
 int vcxl_sock_accept(int lfd)

@@ -14,8 +14,13 @@
  * client unless the operator passes --trust-client; without it the region
  * is served by messages (one log line says so) and `vcxl memtest` works
  * through them.
+ *
+ * Server privileges: --socket-mode and --socket-group give the socket its
+ * mode and group, --user drops to an unprivileged user once everything is
+ * open (as root only: otherwise skipped), and the devices are still served.
  */
 #include <dirent.h>
+#include <pwd.h>
 #include <linux/falloc.h>
 #include <linux/vfio.h>
 #include <sys/ioctl.h>
@@ -406,6 +411,79 @@ static void test_backing(const char *bin, const char *cli)
 	rmdir(dir);
 }
 
+static unsigned proc_uid(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned uid = ~0u;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return uid;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %u", &uid) == 1)
+			break;
+	fclose(f);
+	return uid;
+}
+
+static void test_privileges(const char *bin)
+{
+	const char *args[] = {"--socket-mode", "0660", "--socket-group", "65534", NULL, NULL, NULL};
+	struct harness h = {0};
+	struct vcxl_client *c;
+	struct stat st;
+	uint32_t v = 0;
+
+	if (!ok(h_start(&h, bin, -1, args) == 0,
+		"server with --socket-mode 0660 --socket-group 65534"))
+		return h_cleanup(&h);
+	ok(stat(h.sock, &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 07777) == 0660,
+	   "the socket's mode is 0660 (0%o)", (unsigned)(st.st_mode & 07777));
+	is(st.st_gid, 65534, "the socket's group is 65534");
+	is(h_stop(&h), 0, "server exits cleanly");
+	h_cleanup(&h);
+
+	const char *bad[][3] = {{"--socket-mode", "0999", NULL},
+				{"--socket-mode", "rw", NULL},
+				{"--socket-group", "no-such-group-vcxl", NULL},
+				{"--user", "no-such-user-vcxl", NULL}};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char cmd[512], out[512] = "";
+		snprintf(cmd, sizeof(cmd), "%s --socket /tmp/vcxl-never.sock %s %s 2>&1", bin,
+			 bad[i][0], bad[i][1]);
+		FILE *f = popen(cmd, "r");
+		size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+		int ws = f ? pclose(f) : -1;
+		out[n] = 0;
+		ok(WIFEXITED(ws) && WEXITSTATUS(ws) == 2 && strstr(out, "invalid") &&
+		       strchr(out, '\n') == out + n - 1,
+		   "%s %s refused in one line (exit 2)", bad[i][0], bad[i][1]);
+	}
+
+	if (geteuid() != 0) {
+		ok(1, "# SKIP --user needs root");
+		return;
+	}
+	args[4] = "--user";
+	args[5] = "nobody";
+	if (!ok(h_start(&h, bin, -1, args) == 0, "server with --user nobody"))
+		return h_cleanup(&h);
+	struct passwd *pw = getpwnam("nobody");
+	is(proc_uid(h.pid), pw ? pw->pw_uid : 65534, "the server runs as nobody");
+	ok(h_log_count(&h, "running as nobody") == 1, "and says so");
+	ok(vcxl_client_connect(h.sock, &c) == 0 &&
+	       vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v) == 0 && v == 0x0d948086,
+	   "the device is served after the drop");
+	struct vcxl_client_region ri;
+	ok(vcxl_client_region_info(c, 9, &ri) == 0 && ri.fd >= 0, "the region fd still goes out");
+	if (ri.fd >= 0)
+		close(ri.fd);
+	vcxl_client_close(c);
+	is(h_stop(&h), 0, "server exits cleanly");
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	const char *args[] = {"--devices", "2", "--mem-size", "1G", "--region-size", "256M", NULL};
@@ -448,5 +526,6 @@ int main(int argc, char **argv)
 		close(d.fd[i]);
 	h_cleanup(&h);
 	test_backing(h_server_bin(argc, argv), h_cli_bin(argc, argv));
+	test_privileges(h_server_bin(argc, argv));
 	return done();
 }

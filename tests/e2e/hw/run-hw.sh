@@ -128,7 +128,8 @@ VCXL_VER=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$SRC/meson.build" | hea
 build_static() { # NAME SOURCE
 	${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -DVCXL_VERSION="\"${VCXL_VER:-unknown}\"" \
 		-Wall -Wextra -Werror -Wno-unused-parameter \
-		-I"$SRC/include" -o "$O/bin/$1" "$2" "$BUILD/libvcxl.a" \
+		-I"$SRC/include" -o "$O/bin/$1" "$2" "$SRC/src/client/client.c" "$SRC/src/client/mbox.c" \
+		"$BUILD/libvcxl.a" \
 		-ljson-c -lpthread -lm > "$LOG/build-$1.log" 2>&1 && return 0
 	sed 's/^/# /' "$LOG/build-$1.log"
 	echo "Bail out! building a static $1 failed"
