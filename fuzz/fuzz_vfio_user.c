@@ -121,17 +121,28 @@ static void fz_abuse_fd(void *opaque, int fd)
 	(void)opaque;
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		return;
-	size_t size = (size_t)st.st_size;
-	uint8_t *p = mmap(NULL, size + (size_t)pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p != MAP_FAILED) {
-		struct fz_poke k[3] = {{p, 0x5a}, {p + size - 1, 0xa5}, {p + size, 0x11}};
+	size_t size = (size_t)st.st_size, pgsz = (size_t)pg;
+	/* the first page, and the last one with the page past the end (small
+	 * mappings: a 256 MiB one per reply would cost more than the input) */
+	uint8_t *first = mmap(NULL, pgsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	size_t tail_off = size > pgsz ? (size - 1) & ~(pgsz - 1) : 0;
+	uint8_t *tail =
+	    mmap(NULL, 2 * pgsz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)tail_off);
+	if (first != MAP_FAILED && tail != MAP_FAILED) {
+		struct fz_poke k[3] = {{first, 0x5a},
+				       {tail + (size - 1 - tail_off), 0xa5},
+				       {tail + (size - tail_off), 0x11}};
 		for (unsigned i = 0; i < 3; i++)
-			if (vcxl_sigbus_guarded(fz_poke_fn, &k[i]) == 0 && i == 2)
+			if (vcxl_sigbus_guarded(fz_poke_fn, &k[i]) == 0 && i == 2 &&
+			    size % pgsz == 0)
 				fz_fail("a store past the end of a %zu-byte fd the server sent did "
 					"not fault",
 					size);
-		munmap(p, size + (size_t)pg);
 	}
+	if (first != MAP_FAILED)
+		munmap(first, pgsz);
+	if (tail != MAP_FAILED)
+		munmap(tail, 2 * pgsz);
 	if (pwrite(fd, &b, 1, (off_t)size) == 1)
 		fz_fail("pwrite past the end of an fd the server sent grew it");
 	if (ftruncate(fd, 0) == 0 || ftruncate(fd, (off_t)size + pg) == 0)
@@ -205,7 +216,7 @@ static void fz_serve(struct fz_dev *f, struct vcxl_conn *c, struct vcxl_bufio *b
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int fds_at_start = -1;
+	int fds_at_start;
 	struct vcxl_conn_cfg cfg = {.name = "fuzz"};
 	struct vcxl_bufio b;
 	struct vcxl_conn *c;
@@ -215,8 +226,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	fz_quiet();
-	if (fds_at_start < 0)
-		fds_at_start = count_fds();
+	/* per input: libFuzzer itself opens fds between inputs (the symbolizer
+	 * it starts for a NEW_FUNC line keeps two pipes and /dev/null) */
+	fds_at_start = count_fds();
 	n = data[0] % (FZ_MAP_MAX + 1);
 	if (n > size - 1)
 		n = (unsigned)(size - 1);
