@@ -123,13 +123,9 @@ mkdir -p "$O/bin" "$O/usr/bin" "$O/lib/x86_64-linux-gnu" "$O/lib64"
 # static programs against this build's libvcxl: the driver (backend + server library,
 # with register read-backs), the real server for the --backend vfio session, the DMA
 # check client and the --region-dax test's "firmware"
-# the project version, as meson passes it (vcxl-server --version)
-VCXL_VER=$(sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" "$SRC/meson.build" | head -1)
 build_static() { # NAME SOURCE
-	${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -DVCXL_VERSION="\"${VCXL_VER:-unknown}\"" \
-		-Wall -Wextra -Werror -Wno-unused-parameter \
-		-I"$SRC/include" -o "$O/bin/$1" "$2" "$SRC/src/client/client.c" "$SRC/src/client/mbox.c" \
-		"$BUILD/libvcxl.a" \
+	${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+		-I"$SRC/include" -o "$O/bin/$1" "$2" "$BUILD/libvcxl.a" \
 		-ljson-c -lpthread -lm > "$LOG/build-$1.log" 2>&1 && return 0
 	sed 's/^/# /' "$LOG/build-$1.log"
 	echo "Bail out! building a static $1 failed"
