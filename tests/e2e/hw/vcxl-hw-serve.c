@@ -174,7 +174,10 @@ int main(int argc, char **argv)
 	print_ep("ep-live", &ep);
 	printf("HW verify=%d\n", vcxl_region_verify(r));
 
-	struct vcxl_sdev sdev = {.model = NULL, .vdev = vdev};
+	/* keep: zeroing 256 MiB of emulated CXL memory per disconnect takes minutes in a TCG guest
+	 */
+	struct vcxl_sdev sdev = {
+	    .model = NULL, .vdev = vdev, .on_disconnect = VCXL_ON_DISCONNECT_KEEP};
 	struct vcxl_loop *loop = NULL;
 	rc = vcxl_loop_create(&loop);
 	if (!rc)
