@@ -273,6 +273,9 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
 /* Sockets of devices added from now on get this mode (-1: umask) and group
  * ((gid_t)-1: the process's); see vcxl_sock_listen_perm. */
 void vcxl_loop_set_socket_perm(struct vcxl_loop *l, int mode, gid_t gid);
+/* A listening socket at path with the loop's socket mode and group (the
+ * control socket's); fd or -errno. */
+int vcxl_loop_listen(struct vcxl_loop *l, const char *path, int backlog);
 /* Run until SIGTERM/SIGINT (signalfd; the signals are blocked by the caller
  * or by this function) or vcxl_loop_stop(). 0 or -errno. */
 int vcxl_loop_run(struct vcxl_loop *l);

@@ -158,7 +158,8 @@ static struct json_object *device_status(struct vcxl_control *c, unsigned i, int
 		json_object_object_add(cl, "pid", json_object_new_int(di.pid));
 		json_object_object_add(cl, "uid", json_object_new_int(di.uid));
 		json_object_object_add(cl, "gid", json_object_new_int(di.gid));
-		json_object_object_add(cl, "connected_ms", json_object_new_int64(now - di.since_ms));
+		json_object_object_add(cl, "connected_ms",
+				       json_object_new_int64(now - di.since_ms));
 		json_object_object_add(d, "client", cl);
 		json_object_object_add(d, "counters", counters(&di.st));
 	} else {
@@ -415,7 +416,7 @@ int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_desc
 	c->opaque = opaque;
 	c->start_ms = mono_ms();
 	c->path = strdup(path);
-	c->lfd = c->path ? vcxl_sock_listen(path, VCXL_CONTROL_CLIENTS) : -ENOMEM;
+	c->lfd = c->path ? vcxl_loop_listen(l, path, VCXL_CONTROL_CLIENTS) : -ENOMEM;
 	if (c->lfd < 0) {
 		rc = c->lfd;
 		free(c->path);

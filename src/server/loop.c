@@ -75,6 +75,11 @@ void vcxl_loop_set_socket_perm(struct vcxl_loop *l, int mode, gid_t gid)
 	l->sock_gid = gid;
 }
 
+int vcxl_loop_listen(struct vcxl_loop *l, const char *path, int backlog)
+{
+	return vcxl_sock_listen_perm(path, backlog, l->sock_mode, l->sock_gid);
+}
+
 void vcxl_loop_on_sigusr1(struct vcxl_loop *l, void (*fn)(void *opaque), void *opaque)
 {
 	l->on_usr1 = fn;
@@ -136,7 +141,7 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
 		d->cfg.max_batch = 1; /* epoll is level-triggered: it wakes again for the rest */
 	d->ltag = (struct loop_tag){.kind = TAG_LISTEN, .d = d};
 	d->ctag = (struct loop_tag){.kind = TAG_CONN, .d = d};
-	d->lfd = d->path ? vcxl_sock_listen_perm(path, 4, l->sock_mode, l->sock_gid) : -ENOMEM;
+	d->lfd = d->path ? vcxl_loop_listen(l, path, 4) : -ENOMEM;
 	if (d->lfd < 0) {
 		rc = d->lfd;
 		free(d->path);

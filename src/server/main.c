@@ -719,6 +719,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	vcxl_loop_set_socket_perm(loop, o.socket_mode, o.socket_gid);
+	/* The control socket first, with the device sockets' mode and group: once a
+	 * device socket exists, so does it (scripts wait for the device socket). */
+	if (o.control) {
+		rc = vcxl_control_create(loop, o.control, describe_device, devs, &ctl);
+		if (rc) {
+			fprintf(stderr, "vcxl-server: control socket %s: %s\n", o.control,
+				rc == -EADDRINUSE ? "another server is listening there"
+						  : strerror(-rc));
+			goto out;
+		}
+	}
 	for (; made < o.devices; made++) {
 		struct served *s = &devs[made];
 
@@ -749,15 +760,6 @@ int main(int argc, char **argv)
 	}
 	if (made)
 		vcxl_loop_on_sigusr1(loop, surprise_remove, &devs[0]);
-	if (o.control) {
-		rc = vcxl_control_create(loop, o.control, describe_device, devs, &ctl);
-		if (rc) {
-			fprintf(stderr, "vcxl-server: control socket %s: %s\n", o.control,
-				rc == -EADDRINUSE ? "another server is listening there"
-						  : strerror(-rc));
-			goto out;
-		}
-	}
 	if (o.user && (rc = drop_privileges(&o)))
 		goto out;
 	rc = vcxl_loop_run(loop);
