@@ -37,6 +37,15 @@ if [ -n "$need" ]; then
 		{ say "apt-get install$need failed (see $LOG)"; exit 1; }
 fi
 
+# One build at a time per cache (two e2e-hw runs on one machine removed each
+# other's staging tree): wait for the lock, then look for the result again.
+exec 9>"$CACHE/build.lock"
+flock 9
+if [ -s "$OUT/bzImage" ]; then
+	echo "$OUT/bzImage"
+	exit 0
+fi
+
 WORK=$CACHE/build.staging
 rm -rf "$WORK"
 mkdir -p "$WORK"
