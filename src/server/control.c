@@ -57,26 +57,6 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static const char *const cmd_names[VCXL_STATS_CMDS] = {
-    [VFIO_USER_VERSION] = "VERSION",
-    [VFIO_USER_DMA_MAP] = "DMA_MAP",
-    [VFIO_USER_DMA_UNMAP] = "DMA_UNMAP",
-    [VFIO_USER_DEVICE_GET_INFO] = "DEVICE_GET_INFO",
-    [VFIO_USER_DEVICE_GET_REGION_INFO] = "DEVICE_GET_REGION_INFO",
-    [VFIO_USER_DEVICE_GET_REGION_IO_FDS] = "DEVICE_GET_REGION_IO_FDS",
-    [VFIO_USER_DEVICE_GET_IRQ_INFO] = "DEVICE_GET_IRQ_INFO",
-    [VFIO_USER_DEVICE_SET_IRQS] = "DEVICE_SET_IRQS",
-    [VFIO_USER_REGION_READ] = "REGION_READ",
-    [VFIO_USER_REGION_WRITE] = "REGION_WRITE",
-    [VFIO_USER_DMA_READ] = "DMA_READ",
-    [VFIO_USER_DMA_WRITE] = "DMA_WRITE",
-    [VFIO_USER_DEVICE_RESET] = "DEVICE_RESET",
-    [VFIO_USER_REGION_WRITE_MULTI] = "REGION_WRITE_MULTI",
-    [VFIO_USER_DEVICE_FEATURE] = "DEVICE_FEATURE",
-    [VFIO_USER_MIG_DATA_READ] = "MIG_DATA_READ",
-    [VFIO_USER_MIG_DATA_WRITE] = "MIG_DATA_WRITE",
-};
-
 static const char *const level_names[] = {
     [VCXL_LOG_ERROR] = "error",
     [VCXL_LOG_WARN] = "warn",
@@ -112,8 +92,9 @@ static struct json_object *counters(const struct vcxl_conn_stats *st)
 	for (unsigned i = 0; i < VCXL_STATS_CMDS; i++) {
 		if (!st->by_cmd[i])
 			continue;
-		if (i && cmd_names[i])
-			json_object_object_add(by_cmd, cmd_names[i],
+		const char *cmd = vfio_user_command_name(i);
+		if (i && strcmp(cmd, "UNKNOWN"))
+			json_object_object_add(by_cmd, cmd,
 					       json_object_new_int64((int64_t)st->by_cmd[i]));
 		else {
 			snprintf(name, sizeof(name), "command-%u", i);
