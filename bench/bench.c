@@ -117,7 +117,7 @@ static void pin_cpu(pid_t pid, int cpu)
 
 static int cfg_rd32(void *opaque, uint32_t off, uint32_t *val)
 {
-	return vcxl_vdev_region_read(opaque, VFIO_PCI_CONFIG_REGION_INDEX, off, val, 4);
+	return vcxl_vdev_ops.region_read(opaque, VFIO_PCI_CONFIG_REGION_INDEX, off, val, 4);
 }
 
 static double bench_vdev_regs(struct vcxl_vdev *v, uint32_t dvsec, uint32_t bar, uint64_t hdm,
@@ -127,13 +127,13 @@ static double bench_vdev_regs(struct vcxl_vdev *v, uint32_t dvsec, uint32_t bar,
 	unsigned last = decoders - 1;
 	double t0 = now_ns();
 	for (long i = 0; i < iters; i++) {
-		vcxl_vdev_region_read(v, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL, &val,
-				      4);
-		vcxl_vdev_region_read(v, bar, hdm + CXL_HDM_DEC_CTRL(last), &val, 4);
+		vcxl_vdev_ops.region_read(v, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL,
+					  &val, 4);
+		vcxl_vdev_ops.region_read(v, bar, hdm + CXL_HDM_DEC_CTRL(last), &val, 4);
 		val = 0x10000000u;
-		vcxl_vdev_region_write(v, bar, hdm + CXL_HDM_DEC_BASE_LO(last), &val, 4);
-		vcxl_vdev_region_read(v, VFIO_PCI_CONFIG_REGION_INDEX,
-				      dvsec + CXL_DVSEC_RANGE_SIZE_LO(0), &val, 4);
+		vcxl_vdev_ops.region_write(v, bar, hdm + CXL_HDM_DEC_BASE_LO(last), &val, 4);
+		vcxl_vdev_ops.region_read(v, VFIO_PCI_CONFIG_REGION_INDEX,
+					  dvsec + CXL_DVSEC_RANGE_SIZE_LO(0), &val, 4);
 	}
 	return (now_ns() - t0) / ((double)iters * 4);
 }
@@ -171,7 +171,7 @@ static void bench_registers(void)
 			exit(1);
 		}
 		struct vcxl_vdev_info info;
-		vcxl_vdev_get_info(v, &info);
+		vcxl_vdev_ops.get_info(v, &info);
 		uint32_t dvsec = 0, dlen = 0;
 		vcxl_pcie_find_dvsec(cfg_rd32, v, CXL_VENDOR_ID, CXL_DVSEC_ID_DEVICE, &dvsec,
 				     &dlen);

@@ -44,7 +44,6 @@
 struct fz_dev {
 	struct vcxl_model *model;
 	struct vcxl_vdev *vdev;
-	struct vcxl_sdev sdev;
 	struct vcxl_backend *be;
 	const struct vcxl_cxl_dev *d;
 	const struct vcxl_region *r;
@@ -128,11 +127,9 @@ static inline int fz_dev_open(struct fz_dev *f, enum vcxl_comp_at at, unsigned g
 		vcxl_model_destroy(f->model);
 		return rc;
 	}
-	f->sdev.model = f->model;
-	f->sdev.vdev = f->vdev;
 	f->d = vcxl_vdev_host_dev(f->vdev);
 	f->r = vcxl_vdev_region(f->vdev);
-	vcxl_vdev_get_info(f->vdev, &f->info);
+	vcxl_vdev_ops.get_info(f->vdev, &f->info);
 	f->mem = vcxl_model_mem(f->model);
 	if (!f->mem) {
 		vcxl_vdev_destroy(f->vdev);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * libFuzzer harness: the guest's register view, fed random access sequences
- * through vcxl_vdev_region_read/write (what REGION_READ/WRITE reach), on a
+ * through vcxl_vdev_ops.region_read/write (what REGION_READ/WRITE reach), on a
  * fresh real device per input.
  *
  * Input: a sequence of 12-byte tuples {op, offset[3], value[8]}. op bits 0-2
@@ -319,8 +319,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_snap(&cfg);
 		fz_snap(&comp);
 		memcpy(buf, &a.val, sizeof(buf));
-		rc = a.write ? vcxl_vdev_region_write(f.vdev, a.region, a.off, buf, a.width)
-			     : vcxl_vdev_region_read(f.vdev, a.region, a.off, buf, a.width);
+		rc = a.write ? vcxl_vdev_ops.region_write(f.vdev, a.region, a.off, buf, a.width)
+			     : vcxl_vdev_ops.region_read(f.vdev, a.region, a.off, buf, a.width);
 		if (rc > 0 || rc < -4095)
 			fz_fail("access returned %d", rc);
 		flr = f.vdev->flrs != flrs;

@@ -68,8 +68,9 @@ static int stub_reset(void *dev)
 	return 0;
 }
 
-static void stub_client_gone(void *dev)
+static int stub_client_gone(void *dev)
 {
+	return 0;
 }
 
 static int stub_poll(void *dev)

@@ -197,7 +197,7 @@ static void fz_serve(struct fz_dev *f, struct vcxl_conn *c, struct vcxl_bufio *b
 		int rc = vcxl_conn_on_readable(c);
 
 		if (!rc)
-			vcxl_sdev_ops.poll(&f->sdev);
+			vcxl_vdev_ops.poll(f->vdev);
 		if (!rc)
 			rc = vcxl_conn_drain(c);
 		if (!rc && vcxl_conn_wants_write(c))
@@ -237,7 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vcxl_bufio_init(&b, data + 1 + n, size - 1 - n);
 	b.on_fd = fz_abuse_fd;
 	fz_attach_fds(&b, data + 1, n, data + 1 + n, size - 1 - n);
-	c = vcxl_conn_create(&cfg, &vcxl_sdev_ops, &f.sdev, &vcxl_buf_io_ops, &b);
+	c = vcxl_conn_create(&cfg, &vcxl_vdev_ops, f.vdev, &vcxl_buf_io_ops, &b);
 	if (!c)
 		fz_fail("vcxl_conn_create failed");
 	fz_serve(&f, c, &b);

@@ -102,6 +102,10 @@ struct vcxl_backend_ops {
 	 * false (*never = true: not even then, e.g. /dev/mem). A backend
 	 * without this op is never trusted with fds. */
 	const char *(*fd_unshareable)(void *dev, int fd, bool *never);
+	/* Run the device's timers (a model's deadlines): ms to the next one, -1
+	 * for none. The owner of the device (the vfio-cxl core's poll) calls it
+	 * from its loop. */
+	int (*poll)(void *dev);
 };
 
 struct vcxl_backend {

@@ -6,9 +6,9 @@
  * IRQ eventfds, server->client DMA), and the epoll event loop serving any
  * number of devices.
  *
- * The protocol layer reaches its device only through struct vcxl_dev_ops, so
- * tests and fuzzers can bind a fake device; vcxl_vdev_dev_ops binds the
- * vfio-cxl core (vfio_cxl.h) plus the device model's timers.
+ * The protocol layer reaches its device only through struct vcxl_dev_ops
+ * (vfio_cxl.h): the vfio-cxl core's own table, vcxl_vdev_ops, or a fake
+ * device's in tests and fuzzers. It never sees a backend.
  */
 #ifndef VCXL_SERVER_H
 #define VCXL_SERVER_H
@@ -19,7 +19,6 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "vcxl/backend.h"
 #include "vcxl/vfio_cxl.h"
 #include "vcxl/vfio_user.h"
 
@@ -50,47 +49,6 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((form
 #define VCXL_SRV_MAX_QUEUED	256	   /* client requests queued during its DMA wait */
 #define VCXL_SRV_DMA_TIMEOUT_MS 5000	   /* wait for the client's DMA_READ/WRITE reply */
 #define VCXL_SRV_PGSIZE		4096ull
-
-/* ---------------------------------------------------------------------- */
-/* The device the protocol layer serves                                    */
-/* ---------------------------------------------------------------------- */
-struct vcxl_dev_ops {
-	void (*get_info)(void *dev, struct vcxl_vdev_info *info);
-	int (*region_info)(void *dev, uint32_t index, struct vcxl_vregion_info *ri);
-	int (*region_read)(void *dev, uint32_t index, uint64_t off, void *buf, size_t len);
-	int (*region_write)(void *dev, uint32_t index, uint64_t off, const void *buf, size_t len);
-	/* Host pointer into a memory-backed region for zero-copy replies; may be NULL. */
-	void *(*region_ptr)(void *dev, uint32_t index, uint64_t off, size_t len);
-	int (*irq_info)(void *dev, uint32_t index, uint32_t *count, uint32_t *flags);
-	void (*set_irq_handler)(void *dev, vcxl_irq_fn fn, void *opaque);
-	/* The client (dis)armed a vector's trigger eventfd: the host programs the
-	 * device's own MSI-X entry, as vfio-pci does. May be NULL. */
-	int (*irq_arm)(void *dev, uint32_t index, uint32_t vector, bool armed);
-	/* Hand the client's trigger eventfd (-1: none) to a device that signals it
-	 * itself (a VFIO device: VFIO_DEVICE_SET_IRQS). -EOPNOTSUPP when the
-	 * device raises IRQs through set_irq_handler instead. May be NULL. */
-	int (*set_irq_eventfd)(void *dev, uint32_t index, uint32_t vector, int fd);
-	/* Make a client DMA window (mapped at vaddr) reachable by the device's own
-	 * DMA (an IOMMU mapping), and undo it. -EOPNOTSUPP when the device does
-	 * DMA through set_dma instead. May be NULL. */
-	int (*dma_map)(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write);
-	int (*dma_unmap)(void *dev, uint64_t iova, uint64_t size);
-	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
-	int (*reset)(void *dev);
-	void (*client_gone)(void *dev);
-	/* Run device timers; ms to the next deadline or -1 for none. */
-	int (*poll)(void *dev);
-};
-
-/* A served device: the model (may be NULL for other backends) and its vdev. */
-struct vcxl_model;
-struct vcxl_sdev {
-	struct vcxl_model *model;
-	struct vcxl_vdev *vdev;
-	enum vcxl_on_disconnect on_disconnect; /* what the next client finds */
-};
-/* Binds struct vcxl_dev_ops to vfio_cxl.h; dev is a struct vcxl_sdev *. */
-extern const struct vcxl_dev_ops vcxl_sdev_ops;
 
 /* ---------------------------------------------------------------------- */
 /* Transport                                                               */

@@ -5,7 +5,9 @@
  * BARs (component block emulated and trapped, the rest passed through with
  * sparse mmap), config space (CXL DVSEC emulated, other capabilities passed
  * through, DOE/CDAT served), and the CXL region as a device region.
- * The vfio-user server speaks only to this interface.
+ * The vfio-user server speaks only to the device table, struct vcxl_dev_ops,
+ * which this core implements (vcxl_vdev_ops); the rest of this header is
+ * lifecycle, policy and introspection.
  */
 #ifndef VCXL_VFIO_CXL_H
 #define VCXL_VFIO_CXL_H
@@ -59,6 +61,14 @@ struct vcxl_vdev_info {
 
 struct vcxl_vdev;
 
+/* What the next client finds after a client disconnects (--on-disconnect). */
+enum vcxl_on_disconnect {
+	/* device reset, virtual state restored, region memory zeroed */
+	VCXL_ON_DISCONNECT_RESET = 0,
+	/* device and virtual state as the client left them (vfio-user spec) */
+	VCXL_ON_DISCONNECT_KEEP,
+};
+
 struct vcxl_vdev_cfg {
 	uint64_t region_size;	 /* CXL region to create; 0 = all device memory */
 	bool prefer_firmware;	 /* attach to a firmware-committed region if present */
@@ -73,6 +83,8 @@ struct vcxl_vdev_cfg {
 	 * access (backend.h fd_unshareable): a real device's VFIO fd, a whole
 	 * --backing file. Off: such BARs and regions are served by messages. */
 	bool trust_client;
+	/* what a client's disconnect does (default: reset, docs/reset.md) */
+	enum vcxl_on_disconnect on_disconnect;
 };
 
 /*
@@ -92,10 +104,8 @@ int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 		     struct vcxl_vdev **out, char *err, size_t errlen);
 void vcxl_vdev_destroy(struct vcxl_vdev *v);
 
-void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info);
-
 /* Resets so far, and how many of them cleared the host region's decoder so
- * that vcxl_vdev_reset had to program it again. */
+ * that a device reset had to program it again. */
 struct vcxl_vdev_stats {
 	uint64_t resets, region_restores;
 	/* every reset applied, by kind: the guest's FLR and CXL Reset, DEVICE_RESET
@@ -103,48 +113,64 @@ struct vcxl_vdev_stats {
 	uint64_t flr, cxl_reset, device_reset, disconnect;
 };
 void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st);
-int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregion_info *ri);
-/* Region access: returns 0 or -errno (-EINVAL bad index/offset/size). */
-int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf, size_t len);
-int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, const void *buf,
-			   size_t len);
-/* A host pointer to [off, off+len) of a memory-backed region (the CXL
- * region), for zero-copy transfers; NULL if the region has none. The pointer
- * stays valid until vcxl_vdev_destroy. */
-void *vcxl_vdev_region_ptr(struct vcxl_vdev *v, uint32_t index, uint64_t off, size_t len);
-/* IRQs: count of vectors and VFIO_IRQ_INFO_* flags per VFIO IRQ index. */
-int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uint32_t *flags);
-/* The client armed (gave an eventfd to) or disarmed IRQ vector `vector` of
- * VFIO IRQ index `index`: the host programs the device's own MSI-X entry
- * (unmask / mask), as vfio-pci does; the guest's table lives in the VMM. */
-int vcxl_vdev_irq_arm(struct vcxl_vdev *v, uint32_t index, uint32_t vector, bool armed);
-/* For a backend that signals eventfds itself (VFIO: VFIO_DEVICE_SET_IRQS):
- * hand it the client's eventfd for a vector (-1: none). -EOPNOTSUPP for
- * backends that raise IRQs through the handler below (the model). */
-int vcxl_vdev_set_irq_eventfd(struct vcxl_vdev *v, uint32_t index, uint32_t vector, int fd);
-/* For a backend whose device does its own DMA through an IOMMU: map / unmap
- * a client window (host address vaddr). -EOPNOTSUPP otherwise. */
-int vcxl_vdev_dma_map(struct vcxl_vdev *v, uint64_t iova, uint64_t size, void *vaddr, bool write);
-int vcxl_vdev_dma_unmap(struct vcxl_vdev *v, uint64_t iova, uint64_t size);
-/* Install the handler that delivers device interrupts (server wires eventfds). */
-void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque);
-void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void *opaque);
-/* VFIO_DEVICE_RESET: function reset, every virtual state restored (as a
- * conventional reset), host region kept, region contents kept. What each
- * kind of reset does: docs/reset.md. */
-int vcxl_vdev_reset(struct vcxl_vdev *v);
-/* What the next client finds after a client disconnects (--on-disconnect). */
-enum vcxl_on_disconnect {
-	/* device reset, virtual state restored, region memory zeroed */
-	VCXL_ON_DISCONNECT_RESET = 0,
-	/* device and virtual state as the client left them (vfio-user spec) */
-	VCXL_ON_DISCONNECT_KEEP,
+/* Change what a client's disconnect does from now on (vcxl_vdev_cfg.on_disconnect). */
+void vcxl_vdev_set_on_disconnect(struct vcxl_vdev *v, enum vcxl_on_disconnect policy);
+
+/* ---------------------------------------------------------------------- */
+/* The device interface: what a vfio-user server serves                   */
+/* ---------------------------------------------------------------------- */
+/*
+ * One table of operations on a device, in VFIO terms (regions, IRQ indexes,
+ * reset), libvfio-user style: the server (server.h) reaches its device only
+ * through it. vcxl_vdev_ops below is the vfio-cxl core itself (dev is a
+ * struct vcxl_vdev *); tests and fuzzers plug fake devices into the server
+ * with tables of their own. Optional entries may be NULL.
+ */
+struct vcxl_dev_ops {
+	void (*get_info)(void *dev, struct vcxl_vdev_info *info);
+	/* 0 or -EINVAL (no such region) */
+	int (*region_info)(void *dev, uint32_t index, struct vcxl_vregion_info *ri);
+	/* Region access: 0 or -errno (-EINVAL bad index/offset/size). A device
+	 * that is gone reads all-ones and drops writes (PCIe r6 6.7.3). */
+	int (*region_read)(void *dev, uint32_t index, uint64_t off, void *buf, size_t len);
+	int (*region_write)(void *dev, uint32_t index, uint64_t off, const void *buf, size_t len);
+	/* Host pointer to [off, off+len) of a memory-backed region for zero-copy
+	 * replies, valid until the device goes; NULL if the region has none.
+	 * Optional. */
+	void *(*region_ptr)(void *dev, uint32_t index, uint64_t off, size_t len);
+	/* Vectors and VFIO_IRQ_INFO_* flags of a VFIO IRQ index. */
+	int (*irq_info)(void *dev, uint32_t index, uint32_t *count, uint32_t *flags);
+	/* The handler that delivers device interrupts (the server signals the
+	 * client's eventfds); fn NULL: none. */
+	void (*set_irq_handler)(void *dev, vcxl_irq_fn fn, void *opaque);
+	/* The client armed (gave an eventfd to) or disarmed a vector: the host
+	 * programs the device's own MSI-X entry (unmask / mask), as vfio-pci
+	 * does; the guest's table lives in the VMM. Optional. */
+	int (*irq_arm)(void *dev, uint32_t index, uint32_t vector, bool armed);
+	/* Hand the client's trigger eventfd (-1: none) to a device that signals
+	 * it itself (VFIO_DEVICE_SET_IRQS). -EOPNOTSUPP when the device raises
+	 * IRQs through set_irq_handler instead. Optional. */
+	int (*set_irq_eventfd)(void *dev, uint32_t index, uint32_t vector, int fd);
+	/* Make a client DMA window (mapped at vaddr) reachable by the device's
+	 * own DMA (an IOMMU mapping), and undo it. -EOPNOTSUPP when the device
+	 * does DMA through set_dma instead. Optional. */
+	int (*dma_map)(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write);
+	int (*dma_unmap)(void *dev, uint64_t iova, uint64_t size);
+	/* Device-initiated DMA into client memory (ops NULL: none). */
+	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
+	/* VFIO_DEVICE_RESET. What each kind of reset does: docs/reset.md. */
+	int (*reset)(void *dev);
+	/* The client went away (after it negotiated): its vectors disarmed, then
+	 * the device's --on-disconnect policy applied. 0 or -errno (the device
+	 * logs it; the next client is served anyway). */
+	int (*client_gone)(void *dev);
+	/* Run device timers; ms to the next deadline or -1 for none. Optional. */
+	int (*poll)(void *dev);
 };
-/* The client went away: its vectors disarmed, then the policy applied.
- * 0 or the device reset's / scrub's -errno. */
-int vcxl_vdev_client_gone(struct vcxl_vdev *v, enum vcxl_on_disconnect policy);
-/* Timers of the device (model deadlines): ms to next, -1 for none. */
-int vcxl_vdev_poll(struct vcxl_vdev *v);
+
+/* The vfio-cxl core as a device: dev is a struct vcxl_vdev *. */
+extern const struct vcxl_dev_ops vcxl_vdev_ops;
+
 struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v);
 
 /* The guest committed (committed=true) or decommitted virtual decoder n:

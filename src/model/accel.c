@@ -265,6 +265,11 @@ static const char *m_name(void *dev)
 	return m->name;
 }
 
+static int m_poll(void *dev)
+{
+	return vcxl_model_poll(dev);
+}
+
 static const struct vcxl_backend_ops model_ops = {
     .cfg_read = m_cfg_read,
     .cfg_write = m_cfg_write,
@@ -278,6 +283,7 @@ static const struct vcxl_backend_ops model_ops = {
     .set_dma = m_set_dma,
     .name = m_name,
     .fd_unshareable = m_fd_unshareable,
+    .poll = m_poll,
 };
 
 /* ---- creation -------------------------------------------------------- */

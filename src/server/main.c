@@ -364,7 +364,6 @@ struct served {
 	bool host_ready;
 	struct vcxl_hw_window *win;
 	struct vcxl_vdev *vdev;
-	struct vcxl_sdev sdev;
 	char path[PATH_MAX], backing[PATH_MAX];
 	unsigned index;
 	const struct opts *o;
@@ -424,15 +423,13 @@ static int make_hw_device(const struct opts *o, struct served *s)
 				   .prefer_firmware = o->region_dax != NULL,
 				   .attach_only = o->region_dax != NULL,
 				   .guest_decoders = o->guest_decoders,
-				   .trust_client = o->trust_client};
+				   .trust_client = o->trust_client,
+				   .on_disconnect = o->on_disconnect};
 	rc = vcxl_vdev_create(vcxl_hw_vfio_backend(s->hw), &vc, &s->vdev, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "vcxl-server: %s: %s\n", o->bdf, err[0] ? err : strerror(-rc));
 		return rc;
 	}
-	s->sdev.model = NULL;
-	s->sdev.vdev = s->vdev;
-	s->sdev.on_disconnect = o->on_disconnect;
 	vcxl_log(VCXL_LOG_INFO, "dev0: %s opened through VFIO (%s)", o->bdf,
 		 vcxl_hw_vfio_iommu_name(s->hw));
 	return 0;
@@ -468,6 +465,7 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 	    .prefer_firmware = o->firmware_committed,
 	    .guest_decoders = o->guest_decoders,
 	    .trust_client = o->trust_client,
+	    .on_disconnect = o->on_disconnect,
 	};
 	char err[256] = "";
 	int rc;
@@ -501,9 +499,6 @@ static int make_device(const struct opts *o, unsigned i, struct served *s)
 		s->model = NULL;
 		return rc;
 	}
-	s->sdev.model = s->model;
-	s->sdev.vdev = s->vdev;
-	s->sdev.on_disconnect = o->on_disconnect;
 served:
 	vcxl_vdev_set_hdm_notify(s->vdev, log_guest_decoder, s);
 	const struct vcxl_region *r = vcxl_vdev_region(s->vdev);
@@ -740,7 +735,7 @@ int main(int argc, char **argv)
 		rc = make_device(&o, made, s);
 		if (rc)
 			goto out;
-		rc = vcxl_loop_add_device(loop, s->path, &vcxl_sdev_ops, &s->sdev, NULL);
+		rc = vcxl_loop_add_device(loop, s->path, &vcxl_vdev_ops, s->vdev, NULL);
 		if (rc) {
 			fprintf(stderr, "vcxl-server: %s: %s\n", s->path,
 				rc == -EADDRINUSE ? "another server is listening there"

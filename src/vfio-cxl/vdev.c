@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * vfio-cxl core: the virtual device (vfio_cxl.h). Bring-up and teardown in
- * one order and its exact reverse, region and IRQ info, access dispatch,
- * virtualised reset.
+ * one order and its exact reverse, and the device table the server serves
+ * (vcxl_vdev_ops): region and IRQ info, access dispatch, virtualised resets,
+ * the device's timers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -200,8 +201,9 @@ void vcxl_vdev_destroy(struct vcxl_vdev *v)
 
 /* ---- Info ----------------------------------------------------------------- */
 
-void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info)
+static void vdev_get_info(void *dev, struct vcxl_vdev_info *info)
 {
+	struct vcxl_vdev *v = dev;
 	struct vfio_device_info_cap_cxl *c = &info->cxl;
 
 	memset(info, 0, sizeof(*info));
@@ -227,8 +229,10 @@ void vcxl_vdev_get_info(struct vcxl_vdev *v, struct vcxl_vdev_info *info)
 	c->region_size = v->region->size;
 }
 
-int vcxl_vdev_region_info(struct vcxl_vdev *v, uint32_t index, struct vcxl_vregion_info *ri)
+static int vdev_region_info(void *dev, uint32_t index, struct vcxl_vregion_info *ri)
 {
+	struct vcxl_vdev *v = dev;
+
 	memset(ri, 0, sizeof(*ri));
 	ri->fd = -1;
 	switch (index) {
@@ -291,8 +295,9 @@ static uint8_t *cxl_region_map(struct vcxl_vdev *v)
 	return v->region_map;
 }
 
-void *vcxl_vdev_region_ptr(struct vcxl_vdev *v, uint32_t index, uint64_t off, size_t len)
+static void *vdev_region_ptr(void *dev, uint32_t index, uint64_t off, size_t len)
 {
+	struct vcxl_vdev *v = dev;
 	const struct vcxl_region *r = v->region;
 
 	if (index != VCXL_VDEV_CXL_REGION || len == 0 || off >= r->size || len > r->size - off)
@@ -390,14 +395,17 @@ static int gone_device(struct vcxl_vdev *v, int rc, bool write, void *buf, size_
 	return 0;
 }
 
-int vcxl_vdev_region_read(struct vcxl_vdev *v, uint32_t index, uint64_t off, void *buf, size_t len)
+static int vdev_region_read(void *dev, uint32_t index, uint64_t off, void *buf, size_t len)
 {
+	struct vcxl_vdev *v = dev;
+
 	return gone_device(v, region_rw(v, index, false, off, buf, len), false, buf, len);
 }
 
-int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, const void *buf,
-			   size_t len)
+static int vdev_region_write(void *dev, uint32_t index, uint64_t off, const void *buf, size_t len)
 {
+	struct vcxl_vdev *v = dev;
+
 	return gone_device(v, region_rw(v, index, true, off, (void *)buf, len), true, NULL, len);
 }
 
@@ -406,8 +414,10 @@ int vcxl_vdev_region_write(struct vcxl_vdev *v, uint32_t index, uint64_t off, co
 /* INTx is not offered (count 0, Interrupt Pin reads 0), as the vfio-cxl
  * series does for CXL devices; nor are ERR and REQ. MSI/MSI-X as the
  * device has them. */
-int vcxl_vdev_irq_info(struct vcxl_vdev *v, uint32_t index, uint32_t *count, uint32_t *flags)
+static int vdev_irq_info(void *dev, uint32_t index, uint32_t *count, uint32_t *flags)
 {
+	struct vcxl_vdev *v = dev;
+
 	*count = 0;
 	*flags = 0;
 	switch (index) {
@@ -433,8 +443,10 @@ static enum vcxl_irq_type irq_type_of(uint32_t index)
 	return index == VFIO_PCI_MSI_IRQ_INDEX ? VCXL_IRQ_MSI : VCXL_IRQ_MSIX;
 }
 
-int vcxl_vdev_set_irq_eventfd(struct vcxl_vdev *v, uint32_t index, uint32_t vector, int fd)
+static int vdev_set_irq_eventfd(void *dev, uint32_t index, uint32_t vector, int fd)
 {
+	struct vcxl_vdev *v = dev;
+
 	if (!v->be->ops->set_irq_eventfd)
 		return -EOPNOTSUPP;
 	if (index != VFIO_PCI_MSI_IRQ_INDEX && index != VFIO_PCI_MSIX_IRQ_INDEX)
@@ -442,22 +454,28 @@ int vcxl_vdev_set_irq_eventfd(struct vcxl_vdev *v, uint32_t index, uint32_t vect
 	return v->be->ops->set_irq_eventfd(v->be->dev, irq_type_of(index), vector, fd);
 }
 
-int vcxl_vdev_dma_map(struct vcxl_vdev *v, uint64_t iova, uint64_t size, void *vaddr, bool write)
+static int vdev_dma_map(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write)
 {
+	struct vcxl_vdev *v = dev;
+
 	if (!v->be->ops->dma_map)
 		return -EOPNOTSUPP;
 	return v->be->ops->dma_map(v->be->dev, iova, size, vaddr, write);
 }
 
-int vcxl_vdev_dma_unmap(struct vcxl_vdev *v, uint64_t iova, uint64_t size)
+static int vdev_dma_unmap(void *dev, uint64_t iova, uint64_t size)
 {
+	struct vcxl_vdev *v = dev;
+
 	if (!v->be->ops->dma_unmap)
 		return -EOPNOTSUPP;
 	return v->be->ops->dma_unmap(v->be->dev, iova, size);
 }
 
-int vcxl_vdev_irq_arm(struct vcxl_vdev *v, uint32_t index, uint32_t vector, bool armed)
+static int vdev_irq_arm(void *dev, uint32_t index, uint32_t vector, bool armed)
 {
+	struct vcxl_vdev *v = dev;
+
 	/* a VFIO device's MSI-X table is the kernel's: VFIO_DEVICE_SET_IRQS arms it */
 	if (v->be->ops->set_irq_eventfd)
 		return 0;
@@ -466,14 +484,18 @@ int vcxl_vdev_irq_arm(struct vcxl_vdev *v, uint32_t index, uint32_t vector, bool
 	return vbar_msix_arm(v, vector, armed);
 }
 
-void vcxl_vdev_set_irq_handler(struct vcxl_vdev *v, vcxl_irq_fn fn, void *opaque)
+static void vdev_set_irq_handler(void *dev, vcxl_irq_fn fn, void *opaque)
 {
+	struct vcxl_vdev *v = dev;
+
 	if (v->be->ops->set_irq_handler)
 		v->be->ops->set_irq_handler(v->be->dev, fn, opaque);
 }
 
-void vcxl_vdev_set_dma(struct vcxl_vdev *v, const struct vcxl_dma_ops *ops, void *opaque)
+static void vdev_set_dma(void *dev, const struct vcxl_dma_ops *ops, void *opaque)
 {
+	struct vcxl_vdev *v = dev;
+
 	if (v->be->ops->set_dma)
 		v->be->ops->set_dma(v->be->dev, ops, opaque);
 }
@@ -575,9 +597,16 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 	/* PCIe FLR leaves CXL.mem state alone [spec]; if a device lost its
 	 * decoder anyway, put the host's region back. */
 	if (e->device && vcxl_region_verify(v->region)) {
+		const struct vcxl_region *r = v->region;
 		int r2 = vcxl_region_restore(v->region, NULL, 0);
 		rc = rc ? rc : r2;
 		v->region_restores += !r2;
+		if (!r2)
+			fprintf(stderr,
+				"vcxl: %s: host decoder %u [0x%llx, +0x%llx) was cleared by the "
+				"reset: programmed and committed again\n",
+				v->be->ops->name(v->be->dev), r->decoder,
+				(unsigned long long)r->hpa, (unsigned long long)r->size);
 	}
 	if (e->device) {
 		/* a device that forgot its confinement in the reset gets it back */
@@ -591,9 +620,9 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 	return rc;
 }
 
-int vcxl_vdev_reset(struct vcxl_vdev *v)
+static int vdev_reset(void *dev)
 {
-	return vdev_reset_apply(v, VDEV_RESET_VFIO);
+	return vdev_reset_apply(dev, VDEV_RESET_VFIO);
 }
 
 void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)
@@ -607,19 +636,50 @@ void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)
 	    v->resets_by_kind[VDEV_RESET_GONE_KEEP] + v->resets_by_kind[VDEV_RESET_GONE_RESET];
 }
 
-int vcxl_vdev_client_gone(struct vcxl_vdev *v, enum vcxl_on_disconnect policy)
+void vcxl_vdev_set_on_disconnect(struct vcxl_vdev *v, enum vcxl_on_disconnect policy)
 {
-	return vdev_reset_apply(v, policy == VCXL_ON_DISCONNECT_KEEP ? VDEV_RESET_GONE_KEEP
-								     : VDEV_RESET_GONE_RESET);
+	v->cfg.on_disconnect = policy;
 }
 
-/* The vdev has no timers of its own: virtual resets and commits complete
- * synchronously. Device deadlines (the model's) are the backend owner's. */
-int vcxl_vdev_poll(struct vcxl_vdev *v)
+static int vdev_client_gone(void *dev)
 {
-	(void)v;
-	return -1;
+	struct vcxl_vdev *v = dev;
+	int rc = vdev_reset_apply(v, v->cfg.on_disconnect == VCXL_ON_DISCONNECT_KEEP
+					 ? VDEV_RESET_GONE_KEEP
+					 : VDEV_RESET_GONE_RESET);
+
+	if (rc)
+		fprintf(stderr, "vcxl: %s: reset for the next client failed: %s\n",
+			v->be->ops->name(v->be->dev), strerror(-rc));
+	return rc;
 }
+
+/* The vdev has no timers of its own (virtual resets and commits complete
+ * synchronously): the device's deadlines (the model's) are the backend's. */
+static int vdev_poll(void *dev)
+{
+	struct vcxl_vdev *v = dev;
+
+	return v->be->ops->poll ? v->be->ops->poll(v->be->dev) : -1;
+}
+
+const struct vcxl_dev_ops vcxl_vdev_ops = {
+    .get_info = vdev_get_info,
+    .region_info = vdev_region_info,
+    .region_read = vdev_region_read,
+    .region_write = vdev_region_write,
+    .region_ptr = vdev_region_ptr,
+    .irq_info = vdev_irq_info,
+    .set_irq_handler = vdev_set_irq_handler,
+    .irq_arm = vdev_irq_arm,
+    .set_irq_eventfd = vdev_set_irq_eventfd,
+    .dma_map = vdev_dma_map,
+    .dma_unmap = vdev_dma_unmap,
+    .set_dma = vdev_set_dma,
+    .reset = vdev_reset,
+    .client_gone = vdev_client_gone,
+    .poll = vdev_poll,
+};
 
 struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v)
 {

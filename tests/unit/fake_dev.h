@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A fake device behind struct vcxl_dev_ops for protocol tests and fuzzing:
+ * A fake device behind struct vcxl_dev_ops (vfio_cxl.h) for protocol tests and fuzzing:
  * BAR0 64 KiB (memfd, mmappable except the first 4 KiB), BAR2 16 KiB trapped
  * with a tiny DMA engine, config space 4 KiB, a typed region 9, MSI-X x4.
  */
@@ -231,9 +231,10 @@ static inline int fake_reset(void *dev)
 	return 0;
 }
 
-static inline void fake_client_gone(void *dev)
+static inline int fake_client_gone(void *dev)
 {
 	((struct fake_dev *)dev)->gone++;
+	return 0;
 }
 
 static inline int fake_poll(void *dev)

@@ -34,15 +34,16 @@ static void shape(bool trust, uint32_t *bar_flags, int *bar_fd, uint32_t *reg_fl
 	*bar_fd = *reg_fd = -1;
 	if (!ok(vcxl_vdev_create(&outer, &vc, &v, err, sizeof(err)) == 0, "vdev: %s", err))
 		return;
-	vcxl_vdev_region_info(v, VFIO_PCI_BAR0_REGION_INDEX, &ri);
+	vcxl_vdev_ops.region_info(v, VFIO_PCI_BAR0_REGION_INDEX, &ri);
 	*bar_flags = ri.flags;
 	*bar_fd = ri.fd;
-	vcxl_vdev_region_info(v, VCXL_VDEV_CXL_REGION, &ri);
+	vcxl_vdev_ops.region_info(v, VCXL_VDEV_CXL_REGION, &ri);
 	*reg_flags = ri.flags;
 	*reg_fd = ri.fd;
 	uint8_t buf[16] = "through messages", back[16];
-	ok(vcxl_vdev_region_write(v, VCXL_VDEV_CXL_REGION, 0x1000, buf, sizeof(buf)) == 0 &&
-	       vcxl_vdev_region_read(v, VCXL_VDEV_CXL_REGION, 0x1000, back, sizeof(back)) == 0 &&
+	ok(vcxl_vdev_ops.region_write(v, VCXL_VDEV_CXL_REGION, 0x1000, buf, sizeof(buf)) == 0 &&
+	       vcxl_vdev_ops.region_read(v, VCXL_VDEV_CXL_REGION, 0x1000, back, sizeof(back)) ==
+		   0 &&
 	       !memcmp(buf, back, sizeof(buf)),
 	   "the region is served by messages either way");
 	vcxl_vdev_destroy(v);

@@ -80,7 +80,7 @@ int main(void)
 		vcxl_model_destroy(m);
 		return done();
 	}
-	vcxl_vdev_get_info(v, &info);
+	vcxl_vdev_ops.get_info(v, &info);
 	const struct vcxl_cxl_dev *d = vcxl_vdev_host_dev(v);
 	const struct vcxl_region *r = vcxl_vdev_region(v);
 	uint32_t dv = d->dvsec;
@@ -151,8 +151,8 @@ int main(void)
 			    ((val >> (8 * (pcie + PCI_EXP_DEVCTL + 1 - off))) & 0x80))
 				st.flr_writes++;
 		}
-		int rc = write ? vcxl_vdev_region_write(v, region, off, &val, w)
-			       : vcxl_vdev_region_read(v, region, off, &val, w);
+		int rc = write ? vcxl_vdev_ops.region_write(v, region, off, &val, w)
+			       : vcxl_vdev_ops.region_read(v, region, off, &val, w);
 		st.accesses++;
 		st.errors += rc != 0;
 		if (region == 0 && write && off >= hdm && off < hdm + info.cxl.hdm_size &&
@@ -184,7 +184,7 @@ int main(void)
 	ok(st.errors > 0, "some accesses were refused (bad widths) without harm");
 	/* the data path is intact after all that */
 	uint8_t *dev = vcxl_model_mem(m);
-	vcxl_vdev_region_write(v, 9, 0x100, "still here", 10);
+	vcxl_vdev_ops.region_write(v, 9, 0x100, "still here", 10);
 	ok(dev && memcmp(dev + r->dpa + 0x100, "still here", 10) == 0,
 	   "region still maps device memory");
 	vcxl_vdev_destroy(v);

@@ -35,13 +35,13 @@ static uint32_t vbar32(struct vcxl_vdev *v, uint64_t off)
 {
 	uint32_t x = 0xdeadbeef;
 
-	vcxl_vdev_region_read(v, VFIO_PCI_BAR0_REGION_INDEX, off, &x, 4);
+	vcxl_vdev_ops.region_read(v, VFIO_PCI_BAR0_REGION_INDEX, off, &x, 4);
 	return x;
 }
 
 static void vbar_w32(struct vcxl_vdev *v, uint64_t off, uint32_t x)
 {
-	vcxl_vdev_region_write(v, VFIO_PCI_BAR0_REGION_INDEX, off, &x, 4);
+	vcxl_vdev_ops.region_write(v, VFIO_PCI_BAR0_REGION_INDEX, off, &x, 4);
 }
 
 struct notes {
@@ -114,7 +114,7 @@ static void test_type3_view(void)
 	   "region HPA from the default window (now Type-3 capable)");
 
 	struct vcxl_vdev_info info;
-	vcxl_vdev_get_info(v, &info);
+	vcxl_vdev_ops.get_info(v, &info);
 	uint64_t ctl0 = info.cxl.hdm_offset + CXL_HDM_DEC_CTRL(0);
 	ok(vbar32(v, ctl0) & CXL_HDM_DEC_CTRL_HOSTONLY, "virtual decoder 0 resets HOSTONLY");
 	ok(vbar32(v, info.cxl.hdm_offset + CXL_HDM_DEC_CTRL(1)) & CXL_HDM_DEC_CTRL_HOSTONLY,
@@ -128,7 +128,7 @@ static void test_type3_view(void)
 	ok((vbar32(v, ctl0) & CXL_HDM_DEC_CTRL_COMMITTED) && k.n == 1 && k.on &&
 	       k.gpa == 0x110000000ull && k.size == G256,
 	   "guest commit with HOSTONLY (as Linux's cxl_mem writes it): committed, notified");
-	is(vcxl_vdev_reset(v), 0, "FLR");
+	is(vcxl_vdev_ops.reset(v), 0, "FLR");
 	ok(!(vbar32(v, ctl0) & CXL_HDM_DEC_CTRL_COMMITTED) &&
 	       (vbar32(v, ctl0) & CXL_HDM_DEC_CTRL_HOSTONLY),
 	   "after FLR: decoder 0 decommitted and HOSTONLY again");
@@ -252,7 +252,7 @@ static void test_accel_unchanged(void)
 		vcxl_cxl_read_decoder(d, vcxl_vdev_region(v)->decoder, &pd);
 		ok(pd.committed && !(pd.ctrl & CXL_HDM_DEC_CTRL_HOSTONLY),
 		   "accel: physical decoder committed device-coherent (ctrl 0x%x)", pd.ctrl);
-		vcxl_vdev_get_info(v, &info);
+		vcxl_vdev_ops.get_info(v, &info);
 		ok(!(vbar32(v, info.cxl.hdm_offset + CXL_HDM_DEC_CTRL(0)) &
 		     CXL_HDM_DEC_CTRL_HOSTONLY),
 		   "accel: virtual decoder 0 resets device-coherent");

@@ -61,7 +61,7 @@ int main(void)
 	outer.dev = inner->dev;
 	ok(vcxl_vdev_create(&outer, &vc, &v, err, sizeof(err)) == 0, "vdev: %s", err);
 	memset(&ri, 0, sizeof(ri));
-	ok(vcxl_vdev_region_info(v, VFIO_PCI_BAR0_REGION_INDEX, &ri) == 0, "BAR0 info");
+	ok(vcxl_vdev_ops.region_info(v, VFIO_PCI_BAR0_REGION_INDEX, &ri) == 0, "BAR0 info");
 	ok(ri.flags & VFIO_REGION_INFO_FLAG_MMAP, "BAR0 still mmappable through the areas' fd");
 	ok(ri.fd >= 0, "an fd is given");
 	is(ri.nr_sparse, 2, "two areas");
@@ -83,7 +83,7 @@ int main(void)
 	use_four = true;
 	ok(vcxl_vdev_create(&outer, &vc, &v, err, sizeof(err)) == 0, "vdev (four areas): %s", err);
 	memset(&ri, 0, sizeof(ri));
-	ok(vcxl_vdev_region_info(v, VFIO_PCI_BAR0_REGION_INDEX, &ri) == 0, "BAR0 info");
+	ok(vcxl_vdev_ops.region_info(v, VFIO_PCI_BAR0_REGION_INDEX, &ri) == 0, "BAR0 info");
 	ok(ri.flags & VFIO_REGION_INFO_FLAG_MMAP, "BAR0 mmappable through the areas");
 	is(ri.nr_sparse, 4, "four areas advertised");
 	unsigned outside = 0;

@@ -46,7 +46,7 @@ static int env_init(struct env *e, const struct vcxl_model_cfg *mc, unsigned gue
 		return -1;
 	}
 	struct vcxl_vdev_info info;
-	vcxl_vdev_get_info(e->v, &info);
+	vcxl_vdev_ops.get_info(e->v, &info);
 	e->comp = info.cxl.comp_offset;
 	e->hdm = info.cxl.hdm_offset;
 	e->rsize = info.cxl.region_size;
@@ -199,7 +199,7 @@ static void test_commit_policy(void)
 	decommit(&e, 1);
 	ok(hr(&e, CXL_HDM_DEC_CTRL(1)) & CXL_HDM_DEC_CTRL_COMMITTED,
 	   "cannot decommit a locked decoder");
-	vcxl_vdev_client_gone(e.v, VCXL_ON_DISCONNECT_RESET);
+	vcxl_vdev_ops.client_gone(e.v);
 	is(hr(&e, CXL_HDM_DEC_CTRL(1)), 0, "reset unlocks and decommits");
 	is(hr(&e, CXL_HDM_GLOBAL_CTRL), 0, "and clears HDM Decoder Enable");
 	env_fini(&e);
@@ -246,7 +246,7 @@ static void test_isolated(void)
 	/* accesses straddling the block edge are split, not leaked */
 	if (e.comp > 0) {
 		uint64_t x = ~0ull;
-		is(vcxl_vdev_region_write(e.v, 0, e.comp - 4, &x, 8), 0,
+		is(vcxl_vdev_ops.region_write(e.v, 0, e.comp - 4, &x, 8), 0,
 		   "write straddling the edge");
 		hs_take(e.raw, d, &after);
 		is(hs_diff(&before, &after), (uint64_t)-1, "still nothing reached the block");

@@ -114,7 +114,7 @@ static void test_cxl_reset(void)
 	if (!ok(env_init(&e, &mc, 0) == 0, "vdev"))
 		return;
 	uint32_t dv = e.dv;
-	vcxl_vdev_get_info(e.v, &info);
+	vcxl_vdev_ops.get_info(e.v, &info);
 	uint64_t hdm = info.cxl.hdm_offset;
 	const struct vcxl_region *r = vcxl_vdev_region(e.v);
 	g_wr(e.v, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, CXL_HDM_GCTRL_ENABLE);
@@ -125,7 +125,7 @@ static void test_cxl_reset(void)
 	   "guest decoder committed");
 	gcfg_w(e.v, dv + CXL_DVSEC_CTRL, 2, CXL_DVSEC_CTRL_MEM_EN);
 	gcfg_w(e.v, dv + CXL_DVSEC_LOCK, 2, CXL_DVSEC_LOCK_CONFIG);
-	vcxl_vdev_region_write(e.v, 9, 0, "data", 4);
+	vcxl_vdev_ops.region_write(e.v, 9, 0, "data", 4);
 	is(gcfg(e.v, dv + CXL_DVSEC_STATUS2, 2) & CXL_DVSEC_STATUS2_RESET_DONE, 0,
 	   "no Reset Complete yet");
 	uint32_t p_c2 = pcfg(&e, dv + CXL_DVSEC_CTRL2);
@@ -147,7 +147,7 @@ static void test_cxl_reset(void)
 	is(pcfg(&e, dv + CXL_DVSEC_CTRL2), p_c2, "device Control2/Status2 untouched");
 	is(vcxl_region_verify(r), 0, "host region intact (decoder committed)");
 	char b[4];
-	vcxl_vdev_region_read(e.v, 9, 0, b, 4);
+	vcxl_vdev_ops.region_read(e.v, 9, 0, b, 4);
 	ok(memcmp(b, "data", 4) == 0, "region data intact");
 	/* a second reset works too, from a locked state */
 	gcfg_w(e.v, dv + CXL_DVSEC_LOCK, 2, CXL_DVSEC_LOCK_CONFIG);
@@ -252,18 +252,18 @@ static void test_routes(void)
 	is(gcfg(e.v, PCI_DEVICE_ID, 2), VCXL_MODEL_DEVICE, "device id read through");
 	/* a 4 KiB bulk read is split per dword and routed (QEMU reads it whole) */
 	uint8_t all[4096];
-	is(vcxl_vdev_region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 0, all, sizeof(all)), 0,
+	is(vcxl_vdev_ops.region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 0, all, sizeof(all)), 0,
 	   "whole config space read");
 	uint32_t w0;
 	memcpy(&w0, all + e.dv + CXL_DVSEC_CAP - 2, 4);
 	is(w0, gcfg(e.v, e.dv + CXL_DVSEC_CAP - 2, 4), "bulk read matches dword reads");
 	uint8_t b;
-	is(vcxl_vdev_region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 4096, &b, 1), (uint64_t)-EINVAL,
-	   "read at 4096: -EINVAL");
-	is(vcxl_vdev_region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 4094, all, 4),
+	is(vcxl_vdev_ops.region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 4096, &b, 1),
+	   (uint64_t)-EINVAL, "read at 4096: -EINVAL");
+	is(vcxl_vdev_ops.region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 4094, all, 4),
 	   (uint64_t)-EINVAL, "read across the end: -EINVAL");
-	is(vcxl_vdev_region_write(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 0, all, 0), (uint64_t)-EINVAL,
-	   "empty write: -EINVAL");
+	is(vcxl_vdev_ops.region_write(e.v, VFIO_PCI_CONFIG_REGION_INDEX, 0, all, 0),
+	   (uint64_t)-EINVAL, "empty write: -EINVAL");
 	env_fini(&e);
 }
 
@@ -341,7 +341,7 @@ static void test_doe(void)
 	is(e.w.cfg_writes, cw, "the guest's DOE traffic never touched the device's mailbox");
 	(void)cr;
 	/* the DOE mailbox registers are dword-only */
-	is(vcxl_vdev_region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, doe + PCI_DOE_READ, rsp, 2),
+	is(vcxl_vdev_ops.region_read(e.v, VFIO_PCI_CONFIG_REGION_INDEX, doe + PCI_DOE_READ, rsp, 2),
 	   (uint64_t)-EINVAL, "2-byte mailbox read refused");
 	env_fini(&e);
 }

@@ -77,7 +77,7 @@ static void test_info(void)
 		return;
 	const struct vcxl_cxl_dev *d = vcxl_vdev_host_dev(e.v);
 	const struct vcxl_region *r = vcxl_vdev_region(e.v);
-	vcxl_vdev_get_info(e.v, &info);
+	vcxl_vdev_ops.get_info(e.v, &info);
 	is(info.flags, VFIO_DEVICE_FLAGS_PCI | VFIO_DEVICE_FLAGS_RESET | VFIO_DEVICE_FLAGS_CXL,
 	   "device flags PCI | RESET | CXL (bit 9)");
 	is(VFIO_DEVICE_FLAGS_CXL, 1u << 9, "CXL flag is bit 9");
@@ -105,20 +105,20 @@ static void test_info(void)
 	is(info.cxl.hdm_offset, found, "hdm_offset = BAR offset of the HDM capability (0x%llx)",
 	   (unsigned long long)found);
 
-	is(vcxl_vdev_region_info(e.v, 1, &ri), 0, "BAR1 info");
+	is(vcxl_vdev_ops.region_info(e.v, 1, &ri), 0, "BAR1 info");
 	is(ri.size, 0, "BAR1 absent (upper half of 64-bit BAR0)");
-	is(vcxl_vdev_region_info(e.v, 2, &ri), 0, "BAR2 info");
+	is(vcxl_vdev_ops.region_info(e.v, 2, &ri), 0, "BAR2 info");
 	is(ri.size, VCXL_MODEL_BAR2_SIZE, "BAR2 size");
 	is(ri.flags, VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE,
 	   "BAR2 R/W, not mmappable (backend has no fd for it)");
-	is(vcxl_vdev_region_info(e.v, VFIO_PCI_ROM_REGION_INDEX, &ri), 0, "ROM info");
+	is(vcxl_vdev_ops.region_info(e.v, VFIO_PCI_ROM_REGION_INDEX, &ri), 0, "ROM info");
 	is(ri.size, 0, "ROM size 0");
-	is(vcxl_vdev_region_info(e.v, VFIO_PCI_CONFIG_REGION_INDEX, &ri), 0, "config info");
+	is(vcxl_vdev_ops.region_info(e.v, VFIO_PCI_CONFIG_REGION_INDEX, &ri), 0, "config info");
 	is(ri.size, 4096, "config 4096 bytes");
 	is(ri.flags, VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE, "config R/W");
-	is(vcxl_vdev_region_info(e.v, VFIO_PCI_VGA_REGION_INDEX, &ri), 0, "VGA info");
+	is(vcxl_vdev_ops.region_info(e.v, VFIO_PCI_VGA_REGION_INDEX, &ri), 0, "VGA info");
 	is(ri.size, 0, "VGA size 0");
-	is(vcxl_vdev_region_info(e.v, 9, &ri), 0, "CXL region info");
+	is(vcxl_vdev_ops.region_info(e.v, 9, &ri), 0, "CXL region info");
 	is(ri.size, 2 * G, "CXL region size");
 	is(ri.flags,
 	   VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE | VFIO_REGION_INFO_FLAG_MMAP,
@@ -130,7 +130,7 @@ static void test_info(void)
 	ok(!ri.has_comp, "no component-register geometry on the CXL region");
 
 	/* region 10: the component registers (v3/v4 COMP_REGS), geometry in a region cap */
-	is(vcxl_vdev_region_info(e.v, 10, &ri), 0, "component-registers region info");
+	is(vcxl_vdev_ops.region_info(e.v, 10, &ri), 0, "component-registers region info");
 	is(ri.size, 0x10000, "size: the 64 KiB component block");
 	is(ri.flags, VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE,
 	   "R/W, not mmappable");
@@ -147,25 +147,26 @@ static void test_info(void)
 	   "geometry: block + hdm_offset = the device cap's hdm_offset (from the BAR)");
 	is(ri.comp.hdm_count, info.cxl.hdm_count, "geometry: hdm_count");
 	is(ri.comp.hdm_size, info.cxl.hdm_size, "geometry: hdm_size");
-	is(vcxl_vdev_region_info(e.v, 11, &ri), (uint64_t)-EINVAL, "index 11: -EINVAL");
+	is(vcxl_vdev_ops.region_info(e.v, 11, &ri), (uint64_t)-EINVAL, "index 11: -EINVAL");
 
 	uint32_t count, flags;
-	is(vcxl_vdev_irq_info(e.v, VFIO_PCI_INTX_IRQ_INDEX, &count, &flags), 0, "INTx info");
+	is(vcxl_vdev_ops.irq_info(e.v, VFIO_PCI_INTX_IRQ_INDEX, &count, &flags), 0, "INTx info");
 	is(count, 0, "INTx not offered (count 0)");
 	is(gcfg(e.v, PCI_INTERRUPT_PIN, 1), 0, "and Interrupt Pin reads 0");
 	is(gcfg_w(e.v, PCI_INTERRUPT_LINE, 1, 0x2b), 0, "Interrupt Line write");
 	is(gcfg(e.v, PCI_INTERRUPT_LINE, 1), 0x2b, "Interrupt Line is scratch");
-	vcxl_vdev_irq_info(e.v, VFIO_PCI_MSIX_IRQ_INDEX, &count, &flags);
+	vcxl_vdev_ops.irq_info(e.v, VFIO_PCI_MSIX_IRQ_INDEX, &count, &flags);
 	is(count, VCXL_MODEL_MSIX_VECTORS, "MSI-X vectors per backend");
 	is(flags, VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_NORESIZE, "MSI-X EVENTFD | NORESIZE");
-	vcxl_vdev_irq_info(e.v, VFIO_PCI_MSI_IRQ_INDEX, &count, &flags);
+	vcxl_vdev_ops.irq_info(e.v, VFIO_PCI_MSI_IRQ_INDEX, &count, &flags);
 	is(count, 0, "MSI per backend (none)");
 	is(flags, VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_NORESIZE, "MSI flags");
-	vcxl_vdev_irq_info(e.v, VFIO_PCI_ERR_IRQ_INDEX, &count, &flags);
+	vcxl_vdev_ops.irq_info(e.v, VFIO_PCI_ERR_IRQ_INDEX, &count, &flags);
 	is(count, 0, "ERR count 0");
-	vcxl_vdev_irq_info(e.v, VFIO_PCI_REQ_IRQ_INDEX, &count, &flags);
+	vcxl_vdev_ops.irq_info(e.v, VFIO_PCI_REQ_IRQ_INDEX, &count, &flags);
 	is(count, 0, "REQ count 0");
-	is(vcxl_vdev_irq_info(e.v, 5, &count, &flags), (uint64_t)-EINVAL, "IRQ index 5: -EINVAL");
+	is(vcxl_vdev_ops.irq_info(e.v, 5, &count, &flags), (uint64_t)-EINVAL,
+	   "IRQ index 5: -EINVAL");
 	env_fini(&e);
 }
 
@@ -181,7 +182,7 @@ static void test_sparse(void)
 		if (env_init(&e, &mc, NULL))
 			continue;
 		uint64_t c = vcxl_vdev_host_dev(e.v)->comp_off, S = VCXL_MODEL_BAR0_SIZE;
-		vcxl_vdev_region_info(e.v, 0, &ri);
+		vcxl_vdev_ops.region_info(e.v, 0, &ri);
 		ok(ri.flags & VFIO_REGION_INFO_FLAG_MMAP, "%s: BAR0 mmappable", names[at]);
 		ok(ri.fd >= 0, "%s: BAR0 fd from bar_info", names[at]);
 		is(ri.size, S, "%s: BAR0 size", names[at]);
@@ -233,7 +234,7 @@ static void test_comp_region(void)
 
 	if (!ok(env_init(&e, &mc, NULL) == 0, "vdev"))
 		return;
-	vcxl_vdev_region_info(e.v, VCXL_VDEV_COMP_REGION, &ri);
+	vcxl_vdev_ops.region_info(e.v, VCXL_VDEV_COMP_REGION, &ri);
 	const uint64_t cs = ri.comp.offset, h = ri.comp.hdm_offset;
 	const uint32_t R = VCXL_VDEV_COMP_REGION;
 
@@ -257,7 +258,7 @@ static void test_comp_region(void)
 	   "decoder 0 committed (BAR0 view: ctrl 0x%08x)", ctrl);
 	/* several dwords at once */
 	memset(buf, 0, sizeof(buf));
-	is(vcxl_vdev_region_read(e.v, R, h + CXL_HDM_DEC_BASE_LO(0), buf, 32), 0,
+	is(vcxl_vdev_ops.region_read(e.v, R, h + CXL_HDM_DEC_BASE_LO(0), buf, 32), 0,
 	   "32-byte read: ok (dword by dword)");
 	uint32_t w[8];
 	memcpy(w, buf, sizeof(w));
@@ -265,21 +266,23 @@ static void test_comp_region(void)
 	       (w[4] & CXL_HDM_DEC_CTRL_COMMITTED),
 	   "base lo/hi, size lo/hi, control in one read");
 	/* access rules: defined errors, nothing changed */
-	is(vcxl_vdev_region_read(e.v, R, h + 2, buf, 4), (uint64_t)-EINVAL,
+	is(vcxl_vdev_ops.region_read(e.v, R, h + 2, buf, 4), (uint64_t)-EINVAL,
 	   "unaligned dword: -EINVAL");
-	is(vcxl_vdev_region_read(e.v, R, h, buf, 2), (uint64_t)-EINVAL, "2-byte read: -EINVAL");
-	is(vcxl_vdev_region_write(e.v, R, h + CXL_HDM_DEC_CTRL(0), buf, 1), (uint64_t)-EINVAL,
+	is(vcxl_vdev_ops.region_read(e.v, R, h, buf, 2), (uint64_t)-EINVAL, "2-byte read: -EINVAL");
+	is(vcxl_vdev_ops.region_write(e.v, R, h + CXL_HDM_DEC_CTRL(0), buf, 1), (uint64_t)-EINVAL,
 	   "1-byte write: -EINVAL");
-	is(vcxl_vdev_region_read(e.v, R, 0x10000 - 4, buf, 8), (uint64_t)-EINVAL,
+	is(vcxl_vdev_ops.region_read(e.v, R, 0x10000 - 4, buf, 8), (uint64_t)-EINVAL,
 	   "read past the block: -EINVAL");
-	is(vcxl_vdev_region_read(e.v, R, 0x10000, buf, 4), (uint64_t)-EINVAL,
+	is(vcxl_vdev_ops.region_read(e.v, R, 0x10000, buf, 4), (uint64_t)-EINVAL,
 	   "read at the end: -EINVAL");
-	is(vcxl_vdev_region_read(e.v, R, UINT64_MAX - 3, buf, 4), (uint64_t)-EINVAL,
+	is(vcxl_vdev_ops.region_read(e.v, R, UINT64_MAX - 3, buf, 4), (uint64_t)-EINVAL,
 	   "offset near 2^64: -EINVAL");
-	is(vcxl_vdev_region_read(e.v, R, 0, buf, 0), (uint64_t)-EINVAL, "empty access: -EINVAL");
+	is(vcxl_vdev_ops.region_read(e.v, R, 0, buf, 0), (uint64_t)-EINVAL,
+	   "empty access: -EINVAL");
 	is((uint32_t)g_rd(e.v, 0, cs + h + CXL_HDM_DEC_CTRL(0), 4, NULL), ctrl,
 	   "refused accesses left decoder 0 as it was");
-	is(vcxl_vdev_region_ptr(e.v, R, 0, 4), NULL, "no host pointer into the register region");
+	is(vcxl_vdev_ops.region_ptr(e.v, R, 0, 4), NULL,
+	   "no host pointer into the register region");
 	env_fini(&e);
 }
 
@@ -296,15 +299,17 @@ static void test_region_io(void)
 	const struct vcxl_region *r = vcxl_vdev_region(e.v);
 	uint8_t *dev = vcxl_model_mem(e.m);
 	char msg[] = "written through region 9";
-	is(vcxl_vdev_region_write(e.v, 9, 0x1000, msg, sizeof(msg)), 0, "pwrite through region 9");
+	is(vcxl_vdev_ops.region_write(e.v, 9, 0x1000, msg, sizeof(msg)), 0,
+	   "pwrite through region 9");
 	ok(dev && memcmp(dev + r->dpa + 0x1000, msg, sizeof(msg)) == 0, "device memory holds it");
 	memcpy(dev + r->dpa + G - 16, "end-of-region!!", 16);
 	char back[16];
-	is(vcxl_vdev_region_read(e.v, 9, G - 16, back, 16), 0, "read the last 16 bytes");
+	is(vcxl_vdev_ops.region_read(e.v, 9, G - 16, back, 16), 0, "read the last 16 bytes");
 	ok(memcmp(back, "end-of-region!!", 16) == 0, "match device memory");
-	is(vcxl_vdev_region_read(e.v, 9, G - 8, back, 16), (uint64_t)-EINVAL, "read past the end");
-	is(vcxl_vdev_region_write(e.v, 9, G, back, 1), (uint64_t)-EINVAL, "write at the end");
-	vcxl_vdev_region_info(e.v, 9, &ri);
+	is(vcxl_vdev_ops.region_read(e.v, 9, G - 8, back, 16), (uint64_t)-EINVAL,
+	   "read past the end");
+	is(vcxl_vdev_ops.region_write(e.v, 9, G, back, 1), (uint64_t)-EINVAL, "write at the end");
+	vcxl_vdev_ops.region_info(e.v, 9, &ri);
 	uint8_t *map =
 	    mmap(NULL, G, PROT_READ | PROT_WRITE, MAP_SHARED, ri.fd, (off_t)ri.fd_offset);
 	if (ok(map != MAP_FAILED, "region 9 mmapped")) {
@@ -478,7 +483,7 @@ static void test_linux_guest(void)
 static void guest_commit(struct vcxl_vdev *v, uint64_t size)
 {
 	struct vcxl_vdev_info info;
-	vcxl_vdev_get_info(v, &info);
+	vcxl_vdev_ops.get_info(v, &info);
 	uint64_t hdm = info.cxl.hdm_offset;
 	uint32_t dv = g_find_dvsec(v, CXL_VENDOR_ID, 0);
 	g_wr(v, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, CXL_HDM_GCTRL_ENABLE);
@@ -491,7 +496,7 @@ static void guest_commit(struct vcxl_vdev *v, uint64_t size)
 static bool guest_committed(struct vcxl_vdev *v)
 {
 	struct vcxl_vdev_info info;
-	vcxl_vdev_get_info(v, &info);
+	vcxl_vdev_ops.get_info(v, &info);
 	return g_rd(v, 0, info.cxl.hdm_offset + CXL_HDM_DEC_CTRL(0), 4, NULL) &
 	       CXL_HDM_DEC_CTRL_COMMITTED;
 }
@@ -508,16 +513,16 @@ static void test_reset(void)
 	guest_commit(e.v, r->size);
 	ok(guest_committed(e.v), "guest committed its decoder");
 	gcfg_w(e.v, dv + CXL_DVSEC_LOCK, 2, CXL_DVSEC_LOCK_CONFIG);
-	vcxl_vdev_region_write(e.v, 9, 4096, "keep me", 8);
+	vcxl_vdev_ops.region_write(e.v, 9, 4096, "keep me", 8);
 	unsigned long resets = e.w.resets;
-	is(vcxl_vdev_reset(e.v), 0, "VFIO_DEVICE_RESET");
+	is(vcxl_vdev_ops.reset(e.v), 0, "VFIO_DEVICE_RESET");
 	is(e.w.resets, resets + 1, "backend FLR done");
 	ok(!guest_committed(e.v), "virtual decoder decommitted");
 	is(gcfg(e.v, dv + CXL_DVSEC_CTRL, 2), CXL_DVSEC_CTRL_IO_EN, "virtual Mem_Enable cleared");
 	is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), 0, "virtual CONFIG_LOCK cleared");
 	is(vcxl_region_verify(r), 0, "host decoder still committed as created");
 	char buf[8];
-	vcxl_vdev_region_read(e.v, 9, 4096, buf, 8);
+	vcxl_vdev_ops.region_read(e.v, 9, 4096, buf, 8);
 	ok(memcmp(buf, "keep me", 8) == 0, "region data preserved across reset");
 
 	/* FLR through the guest's config space: a function reset that leaves
@@ -569,28 +574,30 @@ static void test_reset(void)
 	e.raw->ops->bar_write(e.raw->dev, hd->comp_bar, h0 + CXL_HDM_DEC_CTRL(r->decoder), 4,
 			      c0 & ~(uint64_t)CXL_HDM_DEC_CTRL_COMMIT);
 	ok(vcxl_region_verify(r) != 0, "decoder gone from the device");
-	is(vcxl_vdev_reset(e.v), 0, "reset of a device that lost the decoder");
+	is(vcxl_vdev_ops.reset(e.v), 0, "reset of a device that lost the decoder");
 	vcxl_vdev_get_stats(e.v, &st1);
 	is(st1.resets, st0.resets + 1, "stats: one more reset");
 	is(st1.region_restores, st0.region_restores + 1, "stats: the region was restored");
 	is(vcxl_region_verify(r), 0, "host region decodes again");
-	is(vcxl_vdev_reset(e.v), 0, "a reset that keeps the decoder");
+	is(vcxl_vdev_ops.reset(e.v), 0, "a reset that keeps the decoder");
 	vcxl_vdev_get_stats(e.v, &st0);
 	is(st0.region_restores, st1.region_restores, "stats: nothing to restore");
 
 	/* client disconnect, --on-disconnect keep: everything as it was left */
 	guest_commit(e.v, r->size);
 	resets = e.w.resets;
-	is(vcxl_vdev_client_gone(e.v, VCXL_ON_DISCONNECT_KEEP), 0, "client gone (keep)");
+	vcxl_vdev_set_on_disconnect(e.v, VCXL_ON_DISCONNECT_KEEP);
+	is(vcxl_vdev_ops.client_gone(e.v), 0, "client gone (keep)");
 	is(e.w.resets, resets, "keep: no device reset");
 	ok(guest_committed(e.v), "keep: the virtual decoder stays committed");
-	vcxl_vdev_region_read(e.v, 9, 4096, buf, 8);
+	vcxl_vdev_ops.region_read(e.v, 9, 4096, buf, 8);
 	ok(memcmp(buf, "keep me", 8) == 0, "keep: data kept");
 	/* --on-disconnect reset: a clean device for the next tenant */
-	is(vcxl_vdev_client_gone(e.v, VCXL_ON_DISCONNECT_RESET), 0, "client gone (reset)");
+	vcxl_vdev_set_on_disconnect(e.v, VCXL_ON_DISCONNECT_RESET);
+	is(vcxl_vdev_ops.client_gone(e.v), 0, "client gone (reset)");
 	is(e.w.resets, resets + 1, "reset: one device reset");
 	ok(!guest_committed(e.v), "reset: virtual view as at open");
-	vcxl_vdev_region_read(e.v, 9, 4096, buf, 8);
+	vcxl_vdev_ops.region_read(e.v, 9, 4096, buf, 8);
 	ok(!memcmp(buf, "\0\0\0\0\0\0\0\0", 8), "reset: region memory scrubbed");
 	is(vcxl_region_verify(r), 0, "client gone: host region intact");
 	env_fini(&e);
@@ -612,11 +619,11 @@ static void test_firmware(void)
 	const struct vcxl_region *r = vcxl_vdev_region(e.v);
 	ok(r->firmware, "attached (prefer_firmware)");
 	is(r->hpa, mc.fw_hpa_base, "at firmware's HPA");
-	vcxl_vdev_get_info(e.v, &info);
+	vcxl_vdev_ops.get_info(e.v, &info);
 	ok(info.cxl.flags & VFIO_CXL_CAP_FIRMWARE_COMMITTED, "cap flag FIRMWARE_COMMITTED");
 	is(info.cxl.region_size, r->size, "region size");
 	uint8_t *dev = vcxl_model_mem(e.m);
-	vcxl_vdev_region_write(e.v, 9, 64, "fw", 2);
+	vcxl_vdev_ops.region_write(e.v, 9, 64, "fw", 2);
 	ok(dev && memcmp(dev + r->dpa + 64, "fw", 2) == 0,
 	   "region 9 is the firmware region's memory");
 	env_fini(&e);
@@ -714,7 +721,7 @@ static void test_variants(void)
 	}
 	if (ok(env_init(&e, &mc, &vc) == 0, "vdev with a custom variant")) {
 		is(v_opens, 1, "open hook called");
-		vcxl_vdev_get_info(e.v, &info);
+		vcxl_vdev_ops.get_info(e.v, &info);
 		ok(info.cxl.flags & VFIO_CXL_CAP_NONCACHED, "noncached variant: cap flag");
 		env_fini(&e);
 		is(v_closes, 1, "close hook called on destroy");
@@ -735,7 +742,7 @@ static void test_variants(void)
 	ok(strstr(e.err, "encodable") != NULL, "message: %s", e.err);
 	struct vcxl_vdev_cfg two = {.guest_decoders = 2};
 	if (ok(env_init(&e, &mc, &two) == 0, "2 guest decoders on a 1-decoder device")) {
-		vcxl_vdev_get_info(e.v, &info);
+		vcxl_vdev_ops.get_info(e.v, &info);
 		is(info.cxl.hdm_count, 2, "guest sees 2");
 		is(info.cxl.hdm_size, 0x50, "hdm size for 2");
 		env_fini(&e);

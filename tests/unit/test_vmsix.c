@@ -42,7 +42,7 @@ int main(void)
 	ok(vcxl_model_create(&mc, &m) == 0, "model");
 	struct vcxl_backend *be = vcxl_model_backend(m);
 	ok(vcxl_vdev_create(be, &vc, &v, err, sizeof(err)) == 0, "vdev: %s", err);
-	vcxl_vdev_set_irq_handler(v, on_irq, &log);
+	vcxl_vdev_ops.set_irq_handler(v, on_irq, &log);
 
 	/* MSI-X enable through the guest's config space, as QEMU forwards it */
 	uint32_t cap = gcfg(v, PCI_CAPABILITY_LIST, 1), msix = 0;
@@ -66,20 +66,22 @@ int main(void)
 
 	run_fill_job(v, 1);
 	is(log.count, 0, "job on a masked vector: no interrupt yet");
-	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, true) == 0, "host arms vector 1");
+	ok(vcxl_vdev_ops.irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, true) == 0, "host arms vector 1");
 	ok(!(dev_vctrl(be, 1) & PCI_MSIX_ENTRY_CTRL_MASKBIT), "device vector 1 unmasked");
 	is(log.count, 1, "the pending interrupt is delivered on arm");
 	is(log.last, 1, "on vector 1");
 	run_fill_job(v, 1);
 	is(log.count, 2, "an armed vector delivers at once");
-	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, false) == 0, "host disarms vector 1");
+	ok(vcxl_vdev_ops.irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, false) == 0,
+	   "host disarms vector 1");
 	ok(dev_vctrl(be, 1) & PCI_MSIX_ENTRY_CTRL_MASKBIT, "device vector 1 masked again");
-	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, VCXL_MODEL_MSIX_VECTORS, true) != 0,
+	ok(vcxl_vdev_ops.irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, VCXL_MODEL_MSIX_VECTORS, true) != 0,
 	   "arming a vector beyond the table is refused");
-	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_INTX_IRQ_INDEX, 0, true) != 0, "INTx cannot be armed");
+	ok(vcxl_vdev_ops.irq_arm(v, VFIO_PCI_INTX_IRQ_INDEX, 0, true) != 0, "INTx cannot be armed");
 	/* a config-space FLR masks the device's table; the client's eventfd (VMM
 	 * state) is still there, so the vector must work after MSI-X re-enable */
-	ok(vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, true) == 0, "host arms vector 1 again");
+	ok(vcxl_vdev_ops.irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, true) == 0,
+	   "host arms vector 1 again");
 	uint32_t pcie = 0;
 	cap = gcfg(v, PCI_CAPABILITY_LIST, 1);
 	for (int i = 0; cap && i < 48; i++, cap = gcfg(v, cap + 1, 1))
@@ -96,10 +98,10 @@ int main(void)
 	unsigned before = log.count;
 	run_fill_job(v, 1);
 	is(log.count, before + 1, "the job interrupt fires after FLR + MSI-X re-enable");
-	vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, false);
+	vcxl_vdev_ops.irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 1, false);
 
-	vcxl_vdev_irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 2, true);
-	vcxl_vdev_client_gone(v, VCXL_ON_DISCONNECT_RESET);
+	vcxl_vdev_ops.irq_arm(v, VFIO_PCI_MSIX_IRQ_INDEX, 2, true);
+	vcxl_vdev_ops.client_gone(v);
 	ok(dev_vctrl(be, 2) & PCI_MSIX_ENTRY_CTRL_MASKBIT, "client gone masks every vector");
 
 	vcxl_vdev_destroy(v);

@@ -12,7 +12,7 @@ static inline uint64_t g_rd(struct vcxl_vdev *v, uint32_t region, uint64_t off, 
 			    int *rc)
 {
 	uint64_t x = 0;
-	int r = vcxl_vdev_region_read(v, region, off, &x, len);
+	int r = vcxl_vdev_ops.region_read(v, region, off, &x, len);
 	if (rc)
 		*rc = r;
 	return x;
@@ -21,7 +21,7 @@ static inline uint64_t g_rd(struct vcxl_vdev *v, uint32_t region, uint64_t off, 
 static inline int g_wr(struct vcxl_vdev *v, uint32_t region, uint64_t off, unsigned len,
 		       uint64_t val)
 {
-	return vcxl_vdev_region_write(v, region, off, &val, len);
+	return vcxl_vdev_ops.region_write(v, region, off, &val, len);
 }
 
 static inline uint32_t gcfg(struct vcxl_vdev *v, uint32_t off, unsigned len)

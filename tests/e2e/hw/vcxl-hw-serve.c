@@ -154,8 +154,12 @@ int main(int argc, char **argv)
 		print_hb("hb-committed", win);
 	}
 
-	struct vcxl_vdev_cfg vc = {
-	    .region_size = region_size, .host = &host, .prefer_firmware = hc.region_dax != NULL};
+	/* on_disconnect keep: zeroing 256 MiB of emulated CXL memory per disconnect
+	 * takes minutes in a TCG guest */
+	struct vcxl_vdev_cfg vc = {.region_size = region_size,
+				   .host = &host,
+				   .prefer_firmware = hc.region_dax != NULL,
+				   .on_disconnect = VCXL_ON_DISCONNECT_KEEP};
 	struct vcxl_vdev *vdev;
 	if ((rc = vcxl_vdev_create(be, &vc, &vdev, err, sizeof(err)))) {
 		printf("HW FAIL vdev: %s\n", err);
@@ -174,14 +178,10 @@ int main(int argc, char **argv)
 	print_ep("ep-live", &ep);
 	printf("HW verify=%d\n", vcxl_region_verify(r));
 
-	/* keep: zeroing 256 MiB of emulated CXL memory per disconnect takes minutes in a TCG guest
-	 */
-	struct vcxl_sdev sdev = {
-	    .model = NULL, .vdev = vdev, .on_disconnect = VCXL_ON_DISCONNECT_KEEP};
 	struct vcxl_loop *loop = NULL;
 	rc = vcxl_loop_create(&loop);
 	if (!rc)
-		rc = vcxl_loop_add_device(loop, sock, &vcxl_sdev_ops, &sdev, NULL);
+		rc = vcxl_loop_add_device(loop, sock, &vcxl_vdev_ops, vdev, NULL);
 	if (rc) {
 		printf("HW FAIL serve %s: %s\n", sock, strerror(-rc));
 	} else {
