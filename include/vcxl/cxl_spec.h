@@ -78,6 +78,16 @@ int vcxl_dvsec_device_layout(struct vcxl_dvsec_device *d, struct vcxl_regfile *r
 			     uint32_t next, const struct vcxl_dvsec_device_cfg *cfg,
 			     const struct vcxl_dvsec_device_ops *ops, void *opaque);
 
+/* CXL r3.1 9.7: what a CXL Reset does to the Device DVSEC. Non-sticky fields
+ * go to their reset values: Control and Range Base unless CONFIG_LOCK is set
+ * (8.1.3.6: the lock and the fields it locks are not affected by CXL Reset),
+ * Control2 but its sticky Desired Volatile HDM State, and Status2 Cache
+ * Invalid (it reads 0 with Disable Caching 0, 8.1.3.5). Sticky status (RW1CS)
+ * and CONFIG_LOCK are kept. Status2 Reset Complete/Error are the caller's:
+ * it sets them when its reset is done. The same rule for a device (the model)
+ * and for a virtual DVSEC (the vfio-cxl core). */
+void vcxl_dvsec_device_cxl_reset(struct vcxl_dvsec_device *d);
+
 /* ---- Register Locator (ID 8), GPF device (ID 5), Flex Bus (ID 7) ------ */
 
 struct vcxl_regloc_entry {

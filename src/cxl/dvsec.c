@@ -192,6 +192,32 @@ int vcxl_dvsec_device_layout(struct vcxl_dvsec_device *d, struct vcxl_regfile *r
 	return rc ?: dvsec_config_lock_group(d, cfg);
 }
 
+/* CXL r3.1 9.7 (non-sticky to defaults) and 8.1.3.6 (CONFIG_LOCK and the
+ * fields it locks are not affected by CXL Reset). */
+void vcxl_dvsec_device_cxl_reset(struct vcxl_dvsec_device *d)
+{
+	struct vcxl_regfile *rf = d->rf;
+	uint32_t b = d->base;
+	uint16_t ctrl2 = vcxl_rf_get16(rf, b + CXL_DVSEC_CTRL2);
+
+	if (!(vcxl_rf_get16(rf, b + CXL_DVSEC_LOCK) & CXL_DVSEC_LOCK_CONFIG)) {
+		vcxl_rf_reset_range(rf, b + CXL_DVSEC_CTRL, sizeof(uint16_t));
+		for (unsigned i = 0; i < CXL_DVSEC_RANGE_MAX; i++) {
+			vcxl_rf_reset_range(rf, b + CXL_DVSEC_RANGE_BASE_HI(i), sizeof(uint32_t));
+			vcxl_rf_reset_range(rf, b + CXL_DVSEC_RANGE_BASE_LO(i), sizeof(uint32_t));
+		}
+	}
+	/* 8.1.3.4: Control2 bit 4 is RWS (sticky), the rest RW */
+	vcxl_rf_reset_range(rf, b + CXL_DVSEC_CTRL2, sizeof(uint16_t));
+	vcxl_rf_set16(rf, b + CXL_DVSEC_CTRL2,
+		      vcxl_rf_get16(rf, b + CXL_DVSEC_CTRL2) |
+			  (ctrl2 & CXL_DVSEC_CTRL2_HDM_HOT_STATE));
+	/* 8.1.3.5: Cache Invalid reads 0 once Disable Caching is 0 */
+	vcxl_rf_set16(rf, b + CXL_DVSEC_STATUS2,
+		      vcxl_rf_get16(rf, b + CXL_DVSEC_STATUS2) &
+			  (uint16_t)~CXL_DVSEC_STATUS2_CACHE_INV);
+}
+
 /* CXL r3.1 8.1.9: Register Locator, one 8-byte entry per register block, all RO. */
 int vcxl_dvsec_regloc_layout(struct vcxl_regfile *rf, uint32_t base, uint32_t next,
 			     const struct vcxl_regloc_entry *e, unsigned n)

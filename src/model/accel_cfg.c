@@ -167,12 +167,13 @@ static void dvsec_refresh(void *opaque, struct vcxl_dvsec_device *d, uint32_t of
 }
 
 /*
- * CXL r3.1 9.7: CXL reset. Scope is CXL.cache/CXL.mem: the HDM decoders
- * (including Lock-On-Commit locks) and Global Control return to reset values,
- * device memory is cleared when Mem Clr Enable is set, Memory_Active restarts
- * its delay. Config space (the DVSEC's Control, Lock and Range registers
- * included) is not touched [spec]. A firmware-committed decoder does not come
- * back: firmware does not run on a CXL reset, the host must re-commit.
+ * CXL r3.1 9.7: CXL reset. Non-sticky registers return to their defaults:
+ * the HDM decoders (including Lock-On-Commit locks) and Global Control, and
+ * the Device DVSEC but CONFIG_LOCK and the fields it locks (8.1.3.6; the spec
+ * layer's rule, the same the vfio-cxl core applies to the guest's view).
+ * Device memory is cleared when Mem Clr Enable was set, Memory_Active
+ * restarts its delay. A firmware-committed decoder does not come back:
+ * firmware does not run on a CXL reset, the host must re-commit.
  */
 int model_cxl_reset(struct vcxl_model *m)
 {
@@ -189,10 +190,10 @@ int model_cxl_reset(struct vcxl_model *m)
 	if ((ctrl2 & CXL_DVSEC_CTRL2_RESET_MEMCLR) && (cap & CXL_DVSEC_CAP_RESET_MEMCLR))
 		model_mem_clear(m);
 	model_restart_active(m);
-	/* the device cache is written back and invalidated as part of the reset */
-	vcxl_rf_set16(&m->cfgrf, st2,
-		      vcxl_rf_get16(&m->cfgrf, st2) | CXL_DVSEC_STATUS2_RESET_DONE |
-			  CXL_DVSEC_STATUS2_CACHE_INV);
+	/* the device cache is written back and invalidated as part of the reset;
+	 * Cache Invalid reads 0 again with Disable Caching back to 0 (8.1.3.5) */
+	vcxl_dvsec_device_cxl_reset(&m->dvsec);
+	vcxl_rf_set16(&m->cfgrf, st2, vcxl_rf_get16(&m->cfgrf, st2) | CXL_DVSEC_STATUS2_RESET_DONE);
 	model_refresh_ranges(m);
 	return 0;
 }

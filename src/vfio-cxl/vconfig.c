@@ -328,12 +328,14 @@ void vcfg_fini(struct vcxl_vdev *v)
 	v->cdat = NULL;
 }
 
-void vcfg_reset(struct vcxl_vdev *v, bool dvsec, bool function)
+void vcfg_reset(struct vcxl_vdev *v, enum vdev_dvsec_reset dvsec, bool function)
 {
 	uint32_t b = v->dvsec.base, e = b + v->dvsec_len;
 
-	if (dvsec)
+	if (dvsec == DVSEC_CONVENTIONAL)
 		vcxl_rf_reset_range(&v->vcfg, b, v->dvsec_len);
+	else if (dvsec == DVSEC_CXL_RESET)
+		vcxl_dvsec_device_cxl_reset(&v->dvsec);
 	if (function) {
 		vcxl_rf_reset_range(&v->vcfg, 0, b);
 		vcxl_rf_reset_range(&v->vcfg, e, VCXL_VDEV_CONFIG_SIZE - e);
@@ -344,8 +346,9 @@ void vcfg_reset(struct vcxl_vdev *v, bool dvsec, bool function)
 }
 
 /* CXL r3.1 9.7 (CXL reset), in the guest's view only (vdev_reset_apply:
- * virtual decoders decommitted, the virtual DVSEC back to its reset values),
- * then Reset Complete. The host's region and decoder are not touched. */
+ * virtual decoders decommitted, the virtual DVSEC's non-sticky unlocked
+ * fields to their defaults, as the spec layer says for any device), then
+ * Reset Complete. The host's region and decoder are not touched. */
 void vdev_virtual_cxl_reset(struct vcxl_vdev *v)
 {
 	uint32_t b = v->dvsec.base;

@@ -514,9 +514,9 @@ enum vdev_arm {
 };
 
 struct vdev_reset_effect {
-	bool device;   /* the device's function reset (backend FLR); host region checked */
-	bool dvsec;    /* virtual CXL Device DVSEC to reset values (Control, Lock, ...) */
-	bool decoders; /* virtual HDM decoders decommitted, Lock-On-Commit cleared */
+	bool device; /* the device's function reset (backend FLR); host region checked */
+	enum vdev_dvsec_reset dvsec; /* the virtual CXL Device DVSEC (Control, Lock, ...) */
+	bool decoders;		     /* virtual HDM decoders decommitted, Lock-On-Commit cleared */
 	bool comp;     /* the rest of the virtual component block (RAS) to reset values */
 	bool function; /* the other emulated config registers, the DOE mailbox aborted */
 	enum vdev_arm msix;
@@ -528,14 +528,17 @@ static const struct vdev_reset_effect vdev_reset_table[VDEV_RESET_KINDS] = {
      * CXL.cache/CXL.mem state (DVSEC, HDM decoders, RAS) is not affected. The
      * client's eventfds are the VMM's: its vectors stay armed. */
     [VDEV_RESET_FLR] = {.device = true, .function = true, .msix = ARM_REARM},
-    /* CXL r3.1 9.7: CXL.cache/CXL.mem state (DVSEC, decoders and their locks)
-     * to reset values, sticky RAS status kept; CXL.io (the function) untouched. */
-    [VDEV_RESET_CXL] = {.dvsec = true, .decoders = true},
-    /* VFIO_DEVICE_RESET: the VMM resets the device with the machine, which a
-     * real device sees as a conventional reset (system reset, CXL r3.1 9.3:
-     * everything, the CXL.cache/CXL.mem state included). The VMM sets its IRQs up again. */
+    /* CXL r3.1 9.7: non-sticky CXL.cache/CXL.mem state to reset values (the
+     * decoders and their Lock-On-Commit; the DVSEC but CONFIG_LOCK and the
+     * fields it locks, 8.1.3.6), sticky RAS status kept; CXL.io (the
+     * function) untouched. */
+    [VDEV_RESET_CXL] = {.dvsec = DVSEC_CXL_RESET, .decoders = true},
+    /* VFIO_DEVICE_RESET: the VMM resets the device with the machine, a
+     * Conventional Reset (CXL r3.1 9.1.1; CONFIG_LOCK cleared, 8.1.3.6): the
+     * system reset flow (9.3) through PERST# without auxiliary power, sticky
+     * state cleared too. The VMM sets its IRQs up again. */
     [VDEV_RESET_VFIO] = {.device = true,
-			 .dvsec = true,
+			 .dvsec = DVSEC_CONVENTIONAL,
 			 .decoders = true,
 			 .comp = true,
 			 .function = true,
@@ -545,7 +548,7 @@ static const struct vdev_reset_effect vdev_reset_table[VDEV_RESET_KINDS] = {
     [VDEV_RESET_GONE_KEEP] = {.msix = ARM_DISARM},
     /* A clean device for the next tenant: as a fresh server would offer it. */
     [VDEV_RESET_GONE_RESET] = {.device = true,
-			       .dvsec = true,
+			       .dvsec = DVSEC_CONVENTIONAL,
 			       .decoders = true,
 			       .comp = true,
 			       .function = true,
@@ -581,7 +584,7 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 			rc = v->be->ops->reset(v->be->dev, VCXL_RESET_FLR);
 		v->flrs++;
 	}
-	if (e->dvsec || e->function)
+	if (e->dvsec != DVSEC_KEEP || e->function)
 		vcfg_reset(v, e->dvsec, e->function);
 	/* a refused mailbox command's Unsupported answer goes with the function */
 	if (e->device || e->function)

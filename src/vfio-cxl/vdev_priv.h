@@ -118,9 +118,16 @@ int vcfg_build(struct vcxl_vdev *v, char *err, size_t errlen);
 void vcfg_fini(struct vcxl_vdev *v);
 int vcfg_read(struct vcxl_vdev *v, uint64_t off, void *buf, size_t len);
 int vcfg_write(struct vcxl_vdev *v, uint64_t off, const void *buf, size_t len);
-/* The virtual config shadows to reset values: the CXL Device DVSEC (dvsec)
- * and/or everything else emulated, the DOE mailbox included (function). */
-void vcfg_reset(struct vcxl_vdev *v, bool dvsec, bool function);
+/* What a reset does to the virtual CXL Device DVSEC. */
+enum vdev_dvsec_reset {
+	DVSEC_KEEP,	    /* untouched (FLR: CXL r3.1 9.5) */
+	DVSEC_CXL_RESET,    /* CXL r3.1 9.7: non-sticky, unlocked fields to defaults */
+	DVSEC_CONVENTIONAL, /* everything to reset values, CONFIG_LOCK included */
+};
+/* The virtual config shadows: the CXL Device DVSEC as dvsec says, and/or
+ * everything else emulated to reset values, the DOE mailbox included
+ * (function). */
+void vcfg_reset(struct vcxl_vdev *v, enum vdev_dvsec_reset dvsec, bool function);
 /* CXL r3.1 9.7: a virtual CXL reset (guest wrote Initiate CXL Reset). */
 void vdev_virtual_cxl_reset(struct vcxl_vdev *v);
 

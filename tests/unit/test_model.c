@@ -347,7 +347,8 @@ static void test_firmware_and_active(void)
 	   "Active after the delay");
 	is(vcxl_model_poll(m), -1, "no deadline left");
 
-	/* CXL reset: decoders cleared, Active re-sequenced; DVSEC untouched */
+	/* CXL reset: decoders cleared, Active re-sequenced; the unlocked DVSEC
+	 * Control and Range Base to their defaults (CXL r3.1 9.7) */
 	cw(d + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_INIT_RESET);
 	uint16_t st2 = (uint16_t)cr(d + CXL_DVSEC_STATUS2, 2);
 	ok((st2 & CXL_DVSEC_STATUS2_RESET_DONE) && !(st2 & CXL_DVSEC_STATUS2_RESET_ERR),
@@ -358,7 +359,9 @@ static void test_firmware_and_active(void)
 	   "no decode after CXL reset");
 	ok(!(cr(d + CXL_DVSEC_RANGE_SIZE_LO(0), 4) & CXL_DVSEC_RANGE_ACTIVE),
 	   "Memory_Active restarts after CXL reset");
-	ok(cr(d + CXL_DVSEC_CTRL, 2) & CXL_DVSEC_CTRL_MEM_EN, "DVSEC Control kept [spec]");
+	is(cr(d + CXL_DVSEC_CTRL, 2), CXL_DVSEC_CTRL_IO_EN,
+	   "unlocked DVSEC Control to its default (Mem_Enable 0)");
+	is(cr(d + CXL_DVSEC_RANGE_BASE_HI(0), 4), 0, "unlocked Range 1 Base to its default");
 	vcxl_model_destroy(m);
 }
 
@@ -383,7 +386,8 @@ static void test_cxl_reset(void)
 	cw(d + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_RESET_MEMCLR);
 	cw(d + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_RESET_MEMCLR | CXL_DVSEC_CTRL2_INIT_RESET);
 	ok(mem[0] == 0 && mem[4095] == 0 && mem[G256 - 1] == 0, "Mem Clr Enable clears memory");
-	is(cr(d + CXL_DVSEC_CTRL2, 2), CXL_DVSEC_CTRL2_RESET_MEMCLR, "trigger reads 0");
+	is(cr(d + CXL_DVSEC_CTRL2, 2), 0,
+	   "trigger reads 0, Mem Clr Enable back to its default (CXL r3.1 9.7)");
 	cw(d + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_INIT_CACHE_WBI);
 	ok(cr(d + CXL_DVSEC_STATUS2, 2) & CXL_DVSEC_STATUS2_CACHE_INV,
 	   "cache WB+invalidate completes (Cache Invalid)");

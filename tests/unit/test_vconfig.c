@@ -140,8 +140,10 @@ static void test_cxl_reset(void)
 	   "virtual decoder decommitted");
 	is(g_rd(e.v, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, NULL), 0,
 	   "virtual HDM Decoder Enable cleared");
-	is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), 0, "virtual CONFIG_LOCK cleared");
-	is(gcfg(e.v, dv + CXL_DVSEC_CTRL, 2), CXL_DVSEC_CTRL_IO_EN, "virtual Control restored");
+	/* CXL r3.1 8.1.3.6: CONFIG_LOCK and what it locks survive a CXL Reset */
+	is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), CXL_DVSEC_LOCK_CONFIG, "virtual CONFIG_LOCK kept");
+	is(gcfg(e.v, dv + CXL_DVSEC_CTRL, 2), CXL_DVSEC_CTRL_IO_EN | CXL_DVSEC_CTRL_MEM_EN,
+	   "locked virtual Control kept");
 	is(e.w.resets, resets, "no device reset");
 	is(e.w.cfg_writes, cw, "nothing written to the device's config space");
 	is(pcfg(&e, dv + CXL_DVSEC_CTRL2), p_c2, "device Control2/Status2 untouched");
@@ -149,10 +151,15 @@ static void test_cxl_reset(void)
 	char b[4];
 	vcxl_vdev_ops.region_read(e.v, 9, 0, b, 4);
 	ok(memcmp(b, "data", 4) == 0, "region data intact");
-	/* a second reset works too, from a locked state */
-	gcfg_w(e.v, dv + CXL_DVSEC_LOCK, 2, CXL_DVSEC_LOCK_CONFIG);
+	/* a second reset works too, from a locked state, by a byte write */
+	struct vcxl_vdev_stats st0, st1;
+	vcxl_vdev_get_stats(e.v, &st0);
+	g_wr(e.v, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, CXL_HDM_GCTRL_ENABLE);
 	gcfg_w(e.v, dv + CXL_DVSEC_CTRL2, 1, CXL_DVSEC_CTRL2_INIT_RESET);
-	is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), 0, "byte-written trigger resets again");
+	vcxl_vdev_get_stats(e.v, &st1);
+	ok(st1.cxl_reset == st0.cxl_reset + 1 &&
+	       g_rd(e.v, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, NULL) == 0,
+	   "byte-written trigger resets again");
 	/* Control2's RW bits are the guest's */
 	gcfg_w(e.v, dv + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_DISABLE_CACHE);
 	is(gcfg(e.v, dv + CXL_DVSEC_CTRL2, 2), CXL_DVSEC_CTRL2_DISABLE_CACHE,

@@ -550,14 +550,15 @@ static void test_reset(void)
 		is(vcxl_region_verify(r), 0, "host region intact");
 		is(gcfg(e.v, pcie + PCI_EXP_DEVCTL, 2) & PCI_EXP_DEVCTL_BCR_FLR, 0,
 		   "FLR bit reads 0");
-		/* CXL Reset clears what FLR keeps (CXL r3.1 9.7) */
+		/* CXL Reset clears the decoders FLR keeps (CXL r3.1 9.7), but not
+		 * CONFIG_LOCK nor what it locks (8.1.3.6; test_cxl_reset_dvsec) */
 		resets = e.w.resets;
 		gcfg_w(e.v, dv + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_INIT_RESET);
 		ok(!guest_committed(e.v), "CXL Reset decommits the virtual decoder");
-		is(gcfg(e.v, dv + CXL_DVSEC_CTRL, 2) & CXL_DVSEC_CTRL_MEM_EN, 0,
-		   "CXL Reset clears the virtual Mem_Enable");
-		is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), 0,
-		   "CXL Reset clears the virtual CONFIG_LOCK");
+		is(gcfg(e.v, dv + CXL_DVSEC_CTRL, 2) & CXL_DVSEC_CTRL_MEM_EN, CXL_DVSEC_CTRL_MEM_EN,
+		   "CXL Reset keeps the locked virtual Mem_Enable");
+		is(gcfg(e.v, dv + CXL_DVSEC_LOCK, 2), CXL_DVSEC_LOCK_CONFIG,
+		   "CXL Reset keeps the virtual CONFIG_LOCK");
 		is(e.w.resets, resets, "CXL Reset is virtual: no device reset");
 	} else {
 		ok(1, "# skip: device without FLR capability");
@@ -601,6 +602,122 @@ static void test_reset(void)
 	ok(!memcmp(buf, "\0\0\0\0\0\0\0\0", 8), "reset: region memory scrubbed");
 	is(vcxl_region_verify(r), 0, "client gone: host region intact");
 	env_fini(&e);
+}
+
+/* ---- CXL Reset: the device and the virtual view agree ----------------------- */
+
+/* What a CXL Reset leaves in a Device DVSEC, read through rd(dvsec offset). */
+struct dvsec_after {
+	uint16_t ctrl, ctrl2, lock, st2;
+	uint32_t base_hi, base_lo;
+};
+
+typedef uint32_t (*dvsec_rd_fn)(void *ctx, uint32_t off, unsigned len);
+typedef void (*dvsec_wr_fn)(void *ctx, uint32_t off, unsigned len, uint32_t val);
+
+#define RB_HI 0x5u	  /* a Range 1 Base the test programs: 0x5_3000_0000 */
+#define RB_LO 0x30000000u /* (Base Low holds bits 31:28 only) */
+
+/* Program Control, Range 1 Base and Control2, optionally lock, then Initiate
+ * CXL Reset; what the DVSEC reads afterwards. */
+static struct dvsec_after dvsec_cxl_reset(dvsec_rd_fn rd, dvsec_wr_fn wr, void *ctx, uint32_t dv,
+					  bool lock)
+{
+	struct dvsec_after a;
+
+	wr(ctx, dv + CXL_DVSEC_CTRL, 2,
+	   CXL_DVSEC_CTRL_CACHE_EN | CXL_DVSEC_CTRL_MEM_EN | CXL_DVSEC_CTRL_VIRAL_EN);
+	wr(ctx, dv + CXL_DVSEC_RANGE_BASE_HI(0), 4, RB_HI);
+	wr(ctx, dv + CXL_DVSEC_RANGE_BASE_LO(0), 4, RB_LO);
+	wr(ctx, dv + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_DISABLE_CACHE);
+	if (lock)
+		wr(ctx, dv + CXL_DVSEC_LOCK, 2, CXL_DVSEC_LOCK_CONFIG);
+	wr(ctx, dv + CXL_DVSEC_CTRL2, 2,
+	   CXL_DVSEC_CTRL2_DISABLE_CACHE | CXL_DVSEC_CTRL2_INIT_RESET);
+	a.ctrl = (uint16_t)rd(ctx, dv + CXL_DVSEC_CTRL, 2);
+	a.ctrl2 = (uint16_t)rd(ctx, dv + CXL_DVSEC_CTRL2, 2);
+	a.st2 = (uint16_t)rd(ctx, dv + CXL_DVSEC_STATUS2, 2);
+	a.lock = (uint16_t)rd(ctx, dv + CXL_DVSEC_LOCK, 2);
+	a.base_hi = rd(ctx, dv + CXL_DVSEC_RANGE_BASE_HI(0), 4);
+	a.base_lo = rd(ctx, dv + CXL_DVSEC_RANGE_BASE_LO(0), 4);
+	return a;
+}
+
+static uint32_t model_rd(void *ctx, uint32_t off, unsigned len)
+{
+	struct vcxl_backend *be = ctx;
+	uint64_t x = 0;
+
+	be->ops->cfg_read(be->dev, off, len, &x);
+	return (uint32_t)x;
+}
+
+static void model_wr(void *ctx, uint32_t off, unsigned len, uint32_t val)
+{
+	struct vcxl_backend *be = ctx;
+
+	be->ops->cfg_write(be->dev, off, len, val);
+}
+
+static uint32_t guest_rd(void *ctx, uint32_t off, unsigned len)
+{
+	return gcfg(ctx, off, len);
+}
+
+static void guest_wr(void *ctx, uint32_t off, unsigned len, uint32_t val)
+{
+	gcfg_w(ctx, off, len, val);
+}
+
+/* CXL r3.1 9.7: non-sticky registers to their defaults, but CONFIG_LOCK and
+ * the fields it locks are not affected (8.1.3.6): Control and Range Base are
+ * kept only when locked; Control2 (RW) back to 0; Reset Complete set. */
+static void check_after(const char *who, bool lock, const struct dvsec_after *a)
+{
+	const char *l = lock ? "locked" : "unlocked";
+
+	is(a->ctrl,
+	   lock ? CXL_DVSEC_CTRL_IO_EN | CXL_DVSEC_CTRL_CACHE_EN | CXL_DVSEC_CTRL_MEM_EN |
+		      CXL_DVSEC_CTRL_VIRAL_EN
+		: CXL_DVSEC_CTRL_IO_EN,
+	   "%s, %s: Control %s", who, l, lock ? "kept (locked)" : "to its default");
+	is(a->lock, lock ? CXL_DVSEC_LOCK_CONFIG : 0, "%s, %s: CONFIG_LOCK %s", who, l,
+	   lock ? "kept" : "still clear");
+	is(a->base_hi, lock ? RB_HI : 0, "%s, %s: Range 1 Base High %s", who, l,
+	   lock ? "kept" : "to 0");
+	is(a->base_lo, lock ? RB_LO : 0, "%s, %s: Range 1 Base Low %s", who, l,
+	   lock ? "kept" : "to 0");
+	is(a->ctrl2, 0, "%s, %s: Control2 to its default (Disable Caching 0)", who, l);
+	is(a->st2 & (CXL_DVSEC_STATUS2_RESET_DONE | CXL_DVSEC_STATUS2_RESET_ERR),
+	   CXL_DVSEC_STATUS2_RESET_DONE, "%s, %s: Reset Complete, no Reset Error", who, l);
+}
+
+static void test_cxl_reset_dvsec(void)
+{
+	for (int lock = 0; lock < 2; lock++) {
+		struct vcxl_model_cfg mc = {.mem_size = G};
+		struct vcxl_model *m = NULL;
+		struct env e;
+
+		if (!ok(vcxl_model_create(&mc, &m) == 0 && env_init(&e, &mc, NULL) == 0,
+			"a model, and a vdev over another"))
+			return;
+		uint32_t dv = g_find_dvsec(e.v, CXL_VENDOR_ID, 0);
+		unsigned long resets = e.w.resets;
+		/* the same DVSEC offset on both: the virtual one sits where the device's is */
+		struct dvsec_after phys =
+		    dvsec_cxl_reset(model_rd, model_wr, vcxl_model_backend(m), dv, lock);
+		struct dvsec_after virt = dvsec_cxl_reset(guest_rd, guest_wr, e.v, dv, lock);
+		check_after("model", lock, &phys);
+		check_after("virtual", lock, &virt);
+		ok(phys.ctrl == virt.ctrl && phys.ctrl2 == virt.ctrl2 && phys.lock == virt.lock &&
+		       phys.base_hi == virt.base_hi && phys.base_lo == virt.base_lo,
+		   "%s: the model's CXL Reset and the virtual one leave the same DVSEC",
+		   lock ? "locked" : "unlocked");
+		is(e.w.resets, resets, "the virtual CXL Reset does not reset the device");
+		env_fini(&e);
+		vcxl_model_destroy(m);
+	}
 }
 
 /* ---- firmware-committed devices --------------------------------------------- */
@@ -836,6 +953,7 @@ int main(void)
 	test_comp_region();
 	test_linux_guest();
 	test_reset();
+	test_cxl_reset_dvsec();
 	test_firmware();
 	test_variants();
 	test_fault_injection();
