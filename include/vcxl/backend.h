@@ -106,6 +106,20 @@ struct vcxl_backend_ops {
 	 * for none. The owner of the device (the vfio-cxl core's poll) calls it
 	 * from its loop. */
 	int (*poll)(void *dev);
+	/* A new tenant (--on-disconnect reset): the memory object behind the
+	 * HPA range [hpa, hpa + size) that hpa_map gave out is replaced by a
+	 * fresh, zeroed one, which the device uses from now on; its fd and
+	 * offset are returned as hpa_map does. The old object is detached
+	 * from the device: it lives on only in the mappings and fds a departed
+	 * client kept, and nothing written there reaches the device or the
+	 * next client. -EOPNOTSUPP (or no op) where the memory cannot be
+	 * replaced (a --backing file, real device memory): the caller zeroes
+	 * it in place. On error the old object stays in use. */
+	int (*hpa_renew)(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *fd_offset);
+	/* The same for the memory behind BAR bar's fd (bar_info's fd or
+	 * area_fd): a fresh, zeroed object; the caller asks bar_info again for
+	 * the new fd. -EOPNOTSUPP (or no op) for a BAR without such memory. */
+	int (*bar_renew)(void *dev, unsigned bar);
 };
 
 struct vcxl_backend {

@@ -234,6 +234,11 @@ int vcxl_region_attach_firmware(struct vcxl_cxl_dev *d, struct vcxl_region **out
 void vcxl_region_destroy(struct vcxl_region *r);
 /* 0 if the physical decoder still decodes the region as recorded, else -EIO. */
 int vcxl_region_verify(const struct vcxl_region *r);
+/* A new tenant: the region's memory in a fresh, zeroed object from the
+ * backend (backend.h hpa_renew); r->fd and r->fd_offset name it. -EOPNOTSUPP
+ * when the backend cannot (the caller zeroes the memory in place); on any
+ * error r keeps its old fd. */
+int vcxl_region_renew(struct vcxl_region *r);
 /* Re-program a created region whose decoder was lost (e.g. a reset that
  * cleared it). -EPERM for firmware regions. */
 int vcxl_region_restore(struct vcxl_region *r, char *err, size_t errlen);

@@ -408,6 +408,23 @@ int vcxl_region_verify(const struct vcxl_region *r)
 	return 0;
 }
 
+int vcxl_region_renew(struct vcxl_region *r)
+{
+	struct vcxl_backend *be = r->dev->be;
+	uint64_t off = 0;
+	int fd = -1, rc;
+
+	if (!be->ops->hpa_renew)
+		return -EOPNOTSUPP;
+	if ((rc = be->ops->hpa_renew(be->dev, r->hpa, r->size, &fd, &off)))
+		return rc;
+	if (fd < 0)
+		return -EIO;
+	r->fd = fd;
+	r->fd_offset = off;
+	return 0;
+}
+
 int vcxl_region_restore(struct vcxl_region *r, char *err, size_t errlen)
 {
 	struct vcxl_cxl_dev *d = r->dev;

@@ -217,6 +217,38 @@ static int m_hpa_map(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *
 	return model_devmem_carve(m, dpa, size, fd);
 }
 
+/* A new tenant: a fresh object for the region (devmem.c); a --backing file
+ * holds all device memory and stays (the vdev zeroes the region in it). */
+static int m_hpa_renew(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *fd_offset)
+{
+	struct vcxl_model *m = dev;
+	uint64_t dpa;
+	int rc;
+
+	if (m->removed)
+		return -ENODEV;
+	if (m->cfg.backing)
+		return -EOPNOTSUPP;
+	if (!size || !vcxl_hdm_decode_contig(&m->comp.hdm, hpa, size, &dpa))
+		return -ENXIO;
+	if (!(rc = model_devmem_renew(m, dpa, size, fd)))
+		*fd_offset = 0;
+	return rc;
+}
+
+/* A new tenant: BAR0's RAM in a fresh object (the component block part of the
+ * memfd backs nothing); BAR2 has no fd. */
+static int m_bar_renew(void *dev, unsigned bar)
+{
+	struct vcxl_model *m = dev;
+
+	if (m->removed)
+		return -ENODEV;
+	if (bar != MODEL_COMP_BAR)
+		return -EOPNOTSUPP;
+	return model_memfd_swap("vcxl-bar0", m->bar0, VCXL_MODEL_BAR0_SIZE, &m->bar0_fd);
+}
+
 static const char *m_fd_unshareable(void *dev, int fd, bool *never)
 {
 	(void)never; /* the --backing file may go to a trusted client */
@@ -284,6 +316,8 @@ static const struct vcxl_backend_ops model_ops = {
     .name = m_name,
     .fd_unshareable = m_fd_unshareable,
     .poll = m_poll,
+    .hpa_renew = m_hpa_renew,
+    .bar_renew = m_bar_renew,
 };
 
 /* ---- creation -------------------------------------------------------- */
@@ -306,13 +340,10 @@ static int cfg_check(struct vcxl_model_cfg *c)
 
 static int open_bar0(struct vcxl_model *m)
 {
-	m->bar0_fd = memfd_create("vcxl-bar0", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (m->bar0_fd < 0)
-		return -errno;
 	/* the client gets this fd: it can neither shrink nor grow it */
-	if (ftruncate(m->bar0_fd, VCXL_MODEL_BAR0_SIZE) ||
-	    fcntl(m->bar0_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
-		return -errno;
+	m->bar0_fd = model_memfd_sealed("vcxl-bar0", VCXL_MODEL_BAR0_SIZE);
+	if (m->bar0_fd < 0)
+		return m->bar0_fd;
 	void *p =
 	    mmap(NULL, VCXL_MODEL_BAR0_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, m->bar0_fd, 0);
 	if (p == MAP_FAILED)

@@ -96,6 +96,9 @@ int model_devmem_open(struct vcxl_model *m);
 void model_devmem_close(struct vcxl_model *m);
 int model_devmem_carve(struct vcxl_model *m, uint64_t dpa, uint64_t size, int *fd);
 void model_devmem_clear(struct vcxl_model *m);
+int model_devmem_renew(struct vcxl_model *m, uint64_t dpa, uint64_t size, int *fd);
+int model_memfd_sealed(const char *name, uint64_t size);
+int model_memfd_swap(const char *name, void *at, uint64_t size, int *fd);
 const char *model_fd_unshareable(const struct vcxl_model *m, int fd);
 
 /* accel_cfg.c: config space, FLR, CXL reset */

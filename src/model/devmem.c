@@ -15,6 +15,11 @@
  * hold data: holes stay holes). A file-backed device (--backing) is never
  * carved: the file holds all device memory, so its fd is not for clients
  * (model_fd_unshareable says why).
+ *
+ * A new tenant (--on-disconnect reset) gets a fresh region object
+ * (model_devmem_renew): the departed client may keep its mapping of the old
+ * one, which is then detached from the device, so it neither sees the next
+ * guest's data nor writes into it, and the scrub costs no memset.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -144,25 +149,63 @@ static int copy_data(struct vcxl_model *m, uint64_t dpa, uint64_t size, int fd)
 	return 0;
 }
 
-/* A new memfd of size bytes holding device memory [dpa, dpa + size). */
-static int new_object(struct vcxl_model *m, uint64_t dpa, uint64_t size, bool sealed)
+/* A new memfd of exactly size bytes (zeroed), sealed against shrinking and
+ * growing and against further seals: what may go to a client. fd or -errno. */
+int model_memfd_sealed(const char *name, uint64_t size)
 {
-	int fd = memfd_create(sealed ? "vcxl-region" : "vcxl-devmem",
-			      MFD_CLOEXEC | (sealed ? MFD_ALLOW_SEALING : 0));
-	int rc;
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), rc;
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size)) {
+	if (ftruncate(fd, (off_t)size) || fcntl(fd, F_ADD_SEALS, DEVMEM_SEALS)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/*
+ * A new tenant's memory object: a fresh sealed memfd (zeroed, no page
+ * allocated) mapped MAP_FIXED over [at, at + size) in place of the object *fd,
+ * which is closed. Whatever a client still maps of the old object is its own
+ * from now on: the server neither maps nor holds it. O(1) in the size (the
+ * kernel frees the old pages when the last holder lets go). On error *fd
+ * stays in use, mapped at at.
+ */
+int model_memfd_swap(const char *name, void *at, uint64_t size, int *fd)
+{
+	int nfd = model_memfd_sealed(name, size), rc;
+
+	if (nfd < 0)
+		return nfd;
+	if (mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, nfd, 0) == MAP_FAILED) {
+		rc = -errno;
+		/* a failed MAP_FIXED may have unmapped the range: the old object back */
+		(void)mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, *fd, 0);
+		close(nfd);
+		return rc;
+	}
+	close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
+/* A new memfd of size bytes holding device memory [dpa, dpa + size). */
+static int new_object(struct vcxl_model *m, uint64_t dpa, uint64_t size, bool sealed)
+{
+	int fd = sealed ? model_memfd_sealed("vcxl-region", size)
+			: memfd_create("vcxl-devmem", MFD_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return sealed ? fd : -errno;
+	if (!sealed && ftruncate(fd, (off_t)size)) {
 		rc = -errno;
 		goto fail;
 	}
 	if ((rc = copy_data(m, dpa, size, fd)))
 		goto fail;
-	if (sealed && fcntl(fd, F_ADD_SEALS, DEVMEM_SEALS)) {
-		rc = -errno;
-		goto fail;
-	}
 	return fd;
 fail:
 	close(fd);
@@ -284,6 +327,25 @@ fail:
 	free(next.ext);
 	close(nfd);
 	return rc;
+}
+
+/* A new tenant: the region object of exactly [dpa, dpa + size) (a carve made
+ * it) replaced by a fresh, zeroed one (model_memfd_swap); -ENOENT if there is
+ * no such object (a --backing device is never carved). */
+int model_devmem_renew(struct vcxl_model *m, uint64_t dpa, uint64_t size, int *fd)
+{
+	struct model_devmem *dm = &m->dm;
+
+	for (unsigned i = 0; i < dm->n; i++) {
+		struct model_ext *e = &dm->ext[i];
+		if (!e->shared || e->dpa != dpa || e->size != size)
+			continue;
+		int rc = model_memfd_swap("vcxl-region", m->mem + dpa, size, &e->fd);
+		if (!rc)
+			*fd = e->fd;
+		return rc;
+	}
+	return -ENOENT;
 }
 
 /* CXL reset with Mem Clr Enable: punch every extent (reads back 0, frees pages). */

@@ -342,6 +342,37 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 	return 0;
 }
 
+int vbar_renew(struct vcxl_vdev *v)
+{
+	const struct vcxl_backend_ops *ops = v->be->ops;
+	int rc = 0;
+
+	if (!ops->bar_renew)
+		return 0;
+	for (unsigned i = 0; i < VCXL_NUM_BARS; i++) {
+		struct vcxl_vbar *b = &v->bar[i];
+		struct vcxl_bar_info bi;
+		if (!b->bi.size || b->bi.fd < 0)
+			continue;
+		int r = ops->bar_renew(v->be->dev, i);
+		if (r == -EOPNOTSUPP)
+			continue;
+		if (!r)
+			r = ops->bar_info(v->be->dev, i, &bi);
+		if (r) {
+			rc = rc ? rc : r;
+			continue;
+		}
+		/* the same BAR and areas, a new object (backend_areas: area_fd
+		 * stands for the BAR when only areas map) */
+		b->bi.fd = bi.fd >= 0 ? bi.fd : bi.area_fd;
+		b->bi.fd_offset = bi.fd >= 0 ? bi.fd_offset : bi.area_fd_offset;
+		b->bi.area_fd = bi.area_fd;
+		b->bi.area_fd_offset = bi.area_fd_offset;
+	}
+	return rc;
+}
+
 int vbar_region_info(struct vcxl_vdev *v, unsigned bar, struct vcxl_vregion_info *ri)
 {
 	const struct vcxl_vbar *b = &v->bar[bar];

@@ -520,7 +520,7 @@ struct vdev_reset_effect {
 	bool comp;     /* the rest of the virtual component block (RAS) to reset values */
 	bool function; /* the other emulated config registers, the DOE mailbox aborted */
 	enum vdev_arm msix;
-	bool scrub; /* the region's memory zeroed */
+	bool scrub; /* a new tenant's memory: region and BAR RAM fresh (or zeroed) */
 };
 
 static const struct vdev_reset_effect vdev_reset_table[VDEV_RESET_KINDS] = {
@@ -573,6 +573,31 @@ static int vdev_region_scrub(struct vcxl_vdev *v)
 	return vcxl_guarded_memset(map, 0, r->size);
 }
 
+/*
+ * A new tenant's memory. Where the backend can, the region and every BAR
+ * memory it handed out become fresh, zeroed objects (backend.h hpa_renew,
+ * bar_renew): a departed client that kept a mapping or an fd of the old
+ * ones holds memory detached from the device, so it neither reads what
+ * the next guest writes nor writes into it. The server's own mapping of the
+ * old region goes too (remapped on first use). Otherwise (a --backing file,
+ * real device memory) the region is zeroed in place, where a departed client
+ * that was trusted with its fd (--trust-client) still maps it.
+ */
+static int vdev_new_tenant_memory(struct vcxl_vdev *v)
+{
+	int rc = vcxl_region_renew(v->region);
+
+	if (!rc) {
+		if (v->region_map)
+			munmap(v->region_map, v->region->size);
+		v->region_map = NULL;
+	} else {
+		rc = vdev_region_scrub(v);
+	}
+	int r2 = vbar_renew(v);
+	return rc ? rc : r2;
+}
+
 int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 {
 	const struct vdev_reset_effect *e = &vdev_reset_table[kind];
@@ -617,7 +642,7 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 		rc = rc ? rc : r3;
 	}
 	if (e->scrub) {
-		int r2 = vdev_region_scrub(v);
+		int r2 = vdev_new_tenant_memory(v);
 		rc = rc ? rc : r2;
 	}
 	return rc;

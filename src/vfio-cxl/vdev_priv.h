@@ -152,6 +152,8 @@ void vcomp_reset(struct vcxl_vdev *v, bool full);
 /* vbar.c */
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen);
 int vbar_region_info(struct vcxl_vdev *v, unsigned bar, struct vcxl_vregion_info *ri);
+/* A new tenant: fresh memory objects for the BARs' fds (backend.h bar_renew). */
+int vbar_renew(struct vcxl_vdev *v);
 int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *buf, size_t len);
 int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed);
 /* After a device reset masked the device's table: unmask again every vector

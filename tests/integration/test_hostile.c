@@ -411,6 +411,138 @@ static void test_backing(const char *bin, const char *cli)
 	rmdir(dir);
 }
 
+/* Bytes equal to v in [p, p + n) */
+static size_t count_byte(const volatile uint8_t *p, size_t n, uint8_t v)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += p[i] == v;
+	return k;
+}
+
+/* Bytes equal to v in [off, off + PG) of region index, read by REGION_READ
+ * (or (size_t)-1 if the read failed) */
+static size_t count_read(struct vcxl_client *c, uint32_t index, uint64_t off, uint8_t v)
+{
+	uint8_t buf[4096];
+
+	if (vcxl_client_region_read(c, index, off, buf, sizeof(buf)))
+		return (size_t)-1;
+	return count_byte(buf, sizeof(buf), v);
+}
+
+/* The job engine copies a page of the region inside device memory (it reads
+ * DPA, not any fd): what device memory holds at src shows at dst. */
+static int engine_copy(struct vcxl_client *c, uint64_t src, uint64_t dst)
+{
+	const uint32_t bar = VCXL_MODEL_CTRL_BAR;
+	uint32_t st = 0;
+
+	vcxl_client_write32(c, bar, ACCEL_REG_STATUS, ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
+	vcxl_client_write32(c, bar, ACCEL_REG_JOB_OP, ACCEL_OP_COPY);
+	vcxl_client_write32(c, bar, ACCEL_REG_JOB_FLAGS, 0);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_SRC, src);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_DST, dst);
+	vcxl_client_write64(c, bar, ACCEL_REG_JOB_LEN, 4096);
+	vcxl_client_write32(c, bar, ACCEL_REG_DOORBELL, ACCEL_DOORBELL_GO);
+	if (vcxl_client_read32(c, bar, ACCEL_REG_STATUS, &st))
+		return -EIO;
+	return (st & ACCEL_STATUS_DONE) && !(st & ACCEL_STATUS_ERROR) ? 0 : -EIO;
+}
+
+/*
+ * --on-disconnect reset (the default): a client that leaves but keeps its
+ * mappings (and fds) of the region and of BAR0's RAM shares nothing with the
+ * next tenant. It does not see what the next guest writes, and what it writes
+ * afterwards reaches neither the next guest's view (REGION_READ, its own
+ * mapping) nor device memory (the job engine, which reads DPA).
+ */
+static void test_departed_tenant(const char *bin)
+{
+	const char *args[] = {"--mem-size", "1G", "--region-size", "256M", NULL};
+	const uint64_t r_seen = 0x100000, r_late = 0x200000, r_copy = 0x300000;
+	const size_t pg = 4096;
+	struct vcxl_client_region ra, ba, rb;
+	struct vcxl_client *a, *b;
+	struct harness h = {0};
+	uint8_t page[4096];
+
+	if (!ok(h_start(&h, bin, -1, args) == 0,
+		"departed tenant: server up (reset on disconnect)"))
+		return h_cleanup(&h);
+	if (!ok(vcxl_client_connect(h.sock, &a) == 0 && vcxl_client_region_info(a, 9, &ra) == 0 &&
+		    vcxl_client_region_info(a, VFIO_PCI_BAR0_REGION_INDEX, &ba) == 0 &&
+		    ra.fd >= 0 && ba.fd >= 0,
+		"tenant A gets the region's and BAR0's fds")) {
+		h_stop(&h);
+		return h_cleanup(&h);
+	}
+	/* BAR0's last pages: RAM in an mmappable area (the component block is at the start) */
+	const uint64_t b_seen = ba.size - 2 * pg, b_late = ba.size - pg;
+	uint8_t *reg =
+	    mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, ra.fd, (off_t)ra.offset);
+	uint8_t *bar =
+	    mmap(NULL, ba.size, PROT_READ | PROT_WRITE, MAP_SHARED, ba.fd, (off_t)ba.offset);
+	if (!ok(reg != MAP_FAILED && bar != MAP_FAILED, "tenant A maps both")) {
+		vcxl_client_close(a);
+		h_stop(&h);
+		return h_cleanup(&h);
+	}
+	memset(reg + r_seen, 0xa1, pg);
+	memset(bar + b_seen, 0xa1, pg);
+	vcxl_client_close(a); /* gone, mappings and fds kept */
+
+	if (!ok(vcxl_client_connect(h.sock, &b) == 0, "tenant B connects after A left")) {
+		h_stop(&h);
+		return h_cleanup(&h);
+	}
+	is(count_read(b, 9, r_seen, 0xa1), 0, "B reads none of A's region bytes (scrubbed)");
+	is(count_read(b, VFIO_PCI_BAR0_REGION_INDEX, b_seen, 0xa1), 0,
+	   "B reads none of A's BAR0 RAM bytes");
+	/* B writes; A must not see it */
+	memset(page, 0xb2, sizeof(page));
+	is(vcxl_client_region_write(b, 9, r_seen, page, sizeof(page)) |
+	       vcxl_client_region_write(b, VFIO_PCI_BAR0_REGION_INDEX, b_seen, page, sizeof(page)),
+	   0, "B writes a page of the region and of BAR0 RAM");
+	is(count_byte(reg + r_seen, pg, 0xb2), 0,
+	   "the departed A does not see B's region write through its mapping");
+	is(count_byte(bar + b_seen, pg, 0xb2), 0,
+	   "the departed A does not see B's BAR0 write through its mapping");
+	/* A writes after B came; B and the device must not see it */
+	memset(reg + r_late, 0xa3, pg);
+	memset(bar + b_late, 0xa3, pg);
+	memset(page, 0xa4, sizeof(page));
+	ok(pwrite(ra.fd, page, pg, (off_t)(ra.offset + r_late + pg)) == (ssize_t)pg,
+	   "A also writes through its region fd (its own object: allowed)");
+	is(count_read(b, 9, r_late, 0xa3), 0, "B's REGION_READ does not see A's late write");
+	is(count_read(b, 9, r_late + pg, 0xa4), 0, "nor A's pwrite through the old fd");
+	is(count_read(b, VFIO_PCI_BAR0_REGION_INDEX, b_late, 0xa3), 0,
+	   "B's BAR0 read does not see A's late write");
+	is(engine_copy(b, r_late, r_copy), 0, "B's job copies the page A wrote, by DPA");
+	is(count_read(b, 9, r_copy, 0xa3), 0, "device memory does not hold A's late write");
+	if (ok(vcxl_client_region_info(b, 9, &rb) == 0 && rb.fd >= 0, "B gets the region's fd")) {
+		uint8_t *rm = mmap(NULL, rb.size, PROT_READ | PROT_WRITE, MAP_SHARED, rb.fd,
+				   (off_t)rb.offset);
+		if (ok(rm != MAP_FAILED, "B maps the region")) {
+			is(count_byte(rm + r_late, pg, 0xa3), 0,
+			   "B's mapping does not see A's late write");
+			is(count_byte(rm + r_seen, pg, 0xb2), pg,
+			   "B's mapping shows B's own write");
+			munmap(rm, rb.size);
+		}
+		close(rb.fd);
+	}
+	munmap(reg, ra.size);
+	munmap(bar, ba.size);
+	close(ra.fd);
+	close(ba.fd);
+	vcxl_client_close(b);
+	is(h_log_count(&h, "reset for the next client failed"), 0, "no reset failure logged");
+	is(h_stop(&h), 0, "server exits cleanly");
+	h_cleanup(&h);
+}
+
 static unsigned proc_uid(pid_t pid)
 {
 	char path[64], line[256];
@@ -531,6 +663,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < d.n; i++)
 		close(d.fd[i]);
 	h_cleanup(&h);
+	test_departed_tenant(h_server_bin(argc, argv));
 	test_backing(h_server_bin(argc, argv), h_cli_bin(argc, argv));
 	test_privileges(h_server_bin(argc, argv));
 	return done();
