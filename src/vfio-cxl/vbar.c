@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "vdev_priv.h"
+#include "../common/release.h"
 #include "vcxl/cxl_mbox.h"
 #include "vcxl/cxl_regs.h"
 
@@ -354,15 +355,21 @@ int vbar_renew(struct vcxl_vdev *v)
 		struct vcxl_bar_info bi;
 		if (!b->bi.size || b->bi.fd < 0)
 			continue;
-		int r = ops->bar_renew(v->be->dev, i);
-		if (r == -EOPNOTSUPP)
-			continue;
+		int old = dup(b->bi.fd), r = ops->bar_renew(v->be->dev, i);
 		if (!r)
 			r = ops->bar_info(v->be->dev, i, &bi);
 		if (r) {
+			if (old >= 0)
+				close(old);
+			if (r == -EOPNOTSUPP)
+				continue;
+			/* renewed but not described: never hand out a stale fd */
+			b->mmap = false;
+			b->bi.fd = b->bi.area_fd = -1;
 			rc = rc ? rc : r;
 			continue;
 		}
+		vcxl_release_fd(old); /* off the loop (release.h) */
 		/* the same BAR and areas, a new object (backend_areas: area_fd
 		 * stands for the BAR when only areas map) */
 		b->bi.fd = bi.fd >= 0 ? bi.fd : bi.area_fd;

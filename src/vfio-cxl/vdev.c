@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "vdev_priv.h"
+#include "../common/release.h"
 #include "../common/sigbus_guard.h"
 
 /* ---- Lifecycle ------------------------------------------------------------ */
@@ -585,13 +586,19 @@ static int vdev_region_scrub(struct vcxl_vdev *v)
  */
 static int vdev_new_tenant_memory(struct vcxl_vdev *v)
 {
+	/* the old object's last reference, if the client kept none: its pages
+	 * are freed off the loop (release.h) */
+	int old = v->region->fd >= 0 ? dup(v->region->fd) : -1;
 	int rc = vcxl_region_renew(v->region);
 
 	if (!rc) {
 		if (v->region_map)
 			munmap(v->region_map, v->region->size);
 		v->region_map = NULL;
+		vcxl_release_fd(old);
 	} else {
+		if (old >= 0)
+			close(old);
 		rc = vdev_region_scrub(v);
 	}
 	int r2 = vbar_renew(v);
