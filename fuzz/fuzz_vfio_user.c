@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../src/common/release.h"
 #include "../src/common/sigbus_guard.h"
 
 #include "fuzz_dev.h"
@@ -245,6 +246,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vcxl_bufio_fini(&b);
 	fz_check_host(&f, "after the client went away", true);
 	fz_dev_close(&f);
+	/* a new tenant's old memory objects are closed on a thread (release.h) */
+	if (vcxl_release_wait(5000))
+		fz_fail("old memory objects still not released after 5 s");
 	if (count_fds() != fds_at_start)
 		fz_fail("%d fds open after the input, %d before", count_fds(), fds_at_start);
 	return 0;

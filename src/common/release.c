@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* Closing a memory object off the caller's thread (release.h). */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "release.h"
 
+static atomic_int in_flight;
+
 static void *release_main(void *arg)
 {
 	close((int)(intptr_t)arg);
+	atomic_fetch_sub(&in_flight, 1);
 	return NULL;
 }
 
@@ -30,9 +36,24 @@ void vcxl_release_fd(int fd)
 	/* the thread takes no signal meant for the server (SIGTERM, SIGUSR1) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_fetch_add(&in_flight, 1);
 	rc = pthread_create(&t, &a, release_main, (void *)(intptr_t)fd);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
-	if (rc)
+	if (rc) {
+		atomic_fetch_sub(&in_flight, 1);
 		close(fd);
+	}
+}
+
+int vcxl_release_wait(int timeout_ms)
+{
+	const struct timespec tick = {.tv_nsec = 100000}; /* 0.1 ms */
+
+	for (int64_t waited_us = 0; atomic_load(&in_flight) > 0; waited_us += 100) {
+		if (waited_us >= (int64_t)timeout_ms * 1000)
+			return -ETIMEDOUT;
+		nanosleep(&tick, NULL);
+	}
+	return 0;
 }

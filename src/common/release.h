@@ -12,4 +12,9 @@
 /* Close fd (owned by the call) on another thread; fd < 0 is ignored. */
 void vcxl_release_fd(int fd);
 
+/* Wait (at most timeout_ms) until every fd given to vcxl_release_fd is
+ * closed: for checks that count open fds (tests, the fuzz oracle). 0, or
+ * -ETIMEDOUT. */
+int vcxl_release_wait(int timeout_ms);
+
 #endif /* VCXL_RELEASE_H */
