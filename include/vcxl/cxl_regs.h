@@ -279,6 +279,8 @@
 #define CXL_HDM_DEC_CTRL(n)           (0x20 + (n) * 0x20)
 #define CXL_HDM_DEC_TL_LO(n)          (0x24 + (n) * 0x20)
 #define CXL_HDM_DEC_TL_HI(n)          (0x28 + (n) * 0x20)
+/* Target List Low (port decoders, 8.2.4.20.10): Target Port Identifier of way 0 */
+#define CXL_HDM_DEC_TL_PORT0          VCXL_GENMASK(7, 0)
 #define CXL_HDM_DEC_SKIP_LO(n)        CXL_HDM_DEC_TL_LO(n)
 #define CXL_HDM_DEC_SKIP_HI(n)        CXL_HDM_DEC_TL_HI(n)
 #define CXL_HDM_CAP_SIZE(count)       (0x10 + (count) * 0x20)

@@ -233,8 +233,19 @@ uint32_t vcxl_hdm_commit_ctrl(uint32_t ctrl_now, bool hostonly);
  * then Control. */
 int vcxl_hdm_io_program(const struct vcxl_hdm_io *io, unsigned n, uint64_t base, uint64_t size,
 			uint64_t skip, uint32_t ctrl);
-/* Linux's cxl_decoder_reset(): clear Commit, then size, base and skip. */
+/* The same for a port's decoder (a host bridge's or a switch's): its third
+ * register pair is the Target List (8.2.4.20.10-11: the Target Port
+ * Identifier of interleave way i in byte i), written as is. */
+int vcxl_hdm_io_program_port(const struct vcxl_hdm_io *io, unsigned n, uint64_t base, uint64_t size,
+			     uint64_t targets, uint32_t ctrl);
+/* A port decoder's Target List, as is. */
+int vcxl_hdm_io_read_targets(const struct vcxl_hdm_io *io, unsigned n, uint64_t *targets);
+/* Linux's cxl_decoder_reset(): clear Commit, then size, base and skip (or
+ * Target List). */
 int vcxl_hdm_io_decommit(const struct vcxl_hdm_io *io, unsigned n);
+/* Set or clear HDM Decoder Enable (8.2.4.20.2); *changed (may be NULL) says
+ * whether the register was written. */
+int vcxl_hdm_io_set_enable(const struct vcxl_hdm_io *io, bool on, bool *changed);
 
 /* Find capability `id` in a CM capability array; rd reads dwords at offsets
  * relative to the CM range (component block + 0x1000). *off is CM-relative.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * HDM decoders as a driver programs them, through register accessors: the
- * host core programs the physical decoders with these, and the vcxl CLI the
- * guest-visible (virtual) ones, so both read, commit and decommit the same way.
+ * host core programs the physical decoders with these, the hardware backend
+ * its host bridge's decoder, and the vcxl CLI the guest-visible (virtual)
+ * ones, so all read, commit and decommit the same way.
  */
 #include <errno.h>
 
@@ -76,9 +77,11 @@ static int wr_pair(const struct vcxl_hdm_io *io, uint32_t lo, uint32_t hi, uint6
 	return rc ? rc : io->wr(io->opaque, lo, (uint32_t)v & CXL_HDM_DEC_LO_MASK);
 }
 
-/* CXL r3.1 8.2.4.20.12: program every register, Control (with Commit) last */
-int vcxl_hdm_io_program(const struct vcxl_hdm_io *io, unsigned n, uint64_t base, uint64_t size,
-			uint64_t skip, uint32_t ctrl)
+/* CXL r3.1 8.2.4.20.12: program every register, Control (with Commit) last.
+ * The third pair is DPA Skip (endpoint, bits 31:28 of its low dword) or the
+ * Target List (port, every bit). */
+static int program(const struct vcxl_hdm_io *io, unsigned n, uint64_t base, uint64_t size,
+		   uint64_t third, uint32_t third_lo_mask, uint32_t ctrl)
 {
 	int rc;
 
@@ -86,9 +89,54 @@ int vcxl_hdm_io_program(const struct vcxl_hdm_io *io, unsigned n, uint64_t base,
 		return -EINVAL;
 	if ((rc = wr_pair(io, CXL_HDM_DEC_BASE_LO(n), CXL_HDM_DEC_BASE_HI(n), base)) ||
 	    (rc = wr_pair(io, CXL_HDM_DEC_SIZE_LO(n), CXL_HDM_DEC_SIZE_HI(n), size)) ||
-	    (rc = wr_pair(io, CXL_HDM_DEC_SKIP_LO(n), CXL_HDM_DEC_SKIP_HI(n), skip)))
+	    (rc = io->wr(io->opaque, CXL_HDM_DEC_SKIP_HI(n), (uint32_t)(third >> 32))) ||
+	    (rc = io->wr(io->opaque, CXL_HDM_DEC_SKIP_LO(n), (uint32_t)third & third_lo_mask)))
 		return rc;
 	return io->wr(io->opaque, CXL_HDM_DEC_CTRL(n), ctrl);
+}
+
+int vcxl_hdm_io_program(const struct vcxl_hdm_io *io, unsigned n, uint64_t base, uint64_t size,
+			uint64_t skip, uint32_t ctrl)
+{
+	return program(io, n, base, size, skip, CXL_HDM_DEC_LO_MASK, ctrl);
+}
+
+/* CXL r3.1 8.2.4.20.10-11: Target List Low/High of a port's decoder */
+int vcxl_hdm_io_program_port(const struct vcxl_hdm_io *io, unsigned n, uint64_t base, uint64_t size,
+			     uint64_t targets, uint32_t ctrl)
+{
+	return program(io, n, base, size, targets, UINT32_MAX, ctrl);
+}
+
+int vcxl_hdm_io_read_targets(const struct vcxl_hdm_io *io, unsigned n, uint64_t *targets)
+{
+	uint32_t lo, hi;
+	int rc;
+
+	if (n >= CXL_HDM_MAX_DECODERS)
+		return -EINVAL;
+	if ((rc = io->rd(io->opaque, CXL_HDM_DEC_TL_LO(n), &lo)) ||
+	    (rc = io->rd(io->opaque, CXL_HDM_DEC_TL_HI(n), &hi)))
+		return rc;
+	*targets = (uint64_t)hi << 32 | lo;
+	return 0;
+}
+
+/* CXL r3.1 8.2.4.20.2: HDM Decoder Enable in Global Control */
+int vcxl_hdm_io_set_enable(const struct vcxl_hdm_io *io, bool on, bool *changed)
+{
+	uint32_t g;
+	int rc = io->rd(io->opaque, CXL_HDM_GLOBAL_CTRL, &g);
+
+	if (changed)
+		*changed = false;
+	if (rc || !(g & CXL_HDM_GCTRL_ENABLE) == !on)
+		return rc;
+	rc = io->wr(io->opaque, CXL_HDM_GLOBAL_CTRL,
+		    on ? g | CXL_HDM_GCTRL_ENABLE : g & ~CXL_HDM_GCTRL_ENABLE);
+	if (!rc && changed)
+		*changed = true;
+	return rc;
 }
 
 /* CXL r3.1 8.2.4.20.12: clearing Commit decommits; then the range goes */

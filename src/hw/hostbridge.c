@@ -26,11 +26,6 @@ static int hb_rd(struct vcxl_hw_hb *hb, uint32_t off, uint32_t *v)
 	return hb->regs.read32(hb->regs.opaque, off, v);
 }
 
-static int hb_wr(struct vcxl_hw_hb *hb, uint32_t off, uint32_t v)
-{
-	return hb->regs.write32(hb->regs.opaque, off, v);
-}
-
 static int cm_rd(void *opaque, uint32_t off, uint32_t *v)
 {
 	struct vcxl_hw_hb *hb = opaque;
@@ -40,11 +35,32 @@ static int cm_rd(void *opaque, uint32_t off, uint32_t *v)
 	return hb_rd(hb, CXL_CM_OFFSET + off, v);
 }
 
+/* The HDM Decoder Capability's registers, relative to it (spec layer hdm_io). */
+static int hdm_rd(void *opaque, uint32_t off, uint32_t *v)
+{
+	struct vcxl_hw_hb *hb = opaque;
+
+	return hb->regs.read32(hb->regs.opaque, hb->hdm_off + off, v);
+}
+
+static int hdm_wr(void *opaque, uint32_t off, uint32_t v)
+{
+	struct vcxl_hw_hb *hb = opaque;
+
+	return hb->regs.write32(hb->regs.opaque, hb->hdm_off + off, v);
+}
+
+static struct vcxl_hdm_io hb_io(struct vcxl_hw_hb *hb)
+{
+	return (struct vcxl_hdm_io){.rd = hdm_rd, .wr = hdm_wr, .opaque = hb};
+}
+
 /* CXL r3.1 8.2.4: the CM capability array of the host bridge's component block */
 int vcxl_hw_hb_init(struct vcxl_hw_hb *hb, const struct vcxl_hw_regs *regs, char *err,
 		    size_t errlen)
 {
-	uint32_t off, cap;
+	uint32_t off;
+	unsigned n;
 	int rc;
 
 	hb->regs = *regs;
@@ -61,51 +77,43 @@ int vcxl_hw_hb_init(struct vcxl_hw_hb *hb, const struct vcxl_hw_regs *regs, char
 	if (rc)
 		return hw_err(err, errlen, rc, "host bridge component registers unreadable (%d)",
 			      rc);
-	if ((rc = hb_rd(hb, CXL_CM_OFFSET + off + CXL_HDM_CAP, &cap)))
-		return hw_err(err, errlen, rc, "host bridge HDM capability read failed");
-	/* CXL r3.1 8.2.4.20.1: Decoder Count encoding */
-	int n = vcxl_hdm_count_decode(VCXL_FIELD_GET(CXL_HDM_CAP_DECODER_COUNT, cap));
-	if (n <= 0 || CXL_CM_OFFSET + off + CXL_HDM_CAP_SIZE((unsigned)n) > HB_CM_END)
-		return hw_err(err, errlen, -ENODEV,
-			      "host bridge HDM capability 0x%08x: bad decoder count", cap);
 	hb->hdm_off = CXL_CM_OFFSET + off;
-	hb->hdm_count = (unsigned)n;
+	struct vcxl_hdm_io io = hb_io(hb);
+	/* CXL r3.1 8.2.4.20.1: Decoder Count encoding, the decoders inside the block */
+	rc = vcxl_hdm_io_count(&io, &n);
+	if (!rc && (n == 0 || hb->hdm_off + CXL_HDM_CAP_SIZE(n) > HB_CM_END))
+		rc = -EINVAL;
+	if (rc) {
+		uint32_t cap = 0;
+		int rrc = hdm_rd(hb, CXL_HDM_CAP, &cap);
+
+		hb->hdm_off = 0;
+		return rc == -EINVAL && !rrc
+			   ? hw_err(err, errlen, -ENODEV,
+				    "host bridge HDM capability 0x%08x: bad decoder count", cap)
+			   : hw_err(err, errlen, rc, "host bridge HDM capability read failed");
+	}
+	hb->hdm_count = n;
 	return 0;
 }
 
 int vcxl_hw_hb_read_decoder(struct vcxl_hw_hb *hb, unsigned n, uint64_t *base, uint64_t *size,
 			    uint32_t *ctrl, uint32_t *tl_lo)
 {
-	uint32_t bl, bh, sl, sh;
+	struct vcxl_hdm_io io = hb_io(hb);
+	struct vcxl_hdm_decoder d;
+	uint64_t tl;
 	int rc;
 
 	if (!hb->hdm_off || n >= hb->hdm_count)
 		return -ENOENT;
-	if ((rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_BASE_LO(n), &bl)) ||
-	    (rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_BASE_HI(n), &bh)) ||
-	    (rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_SIZE_LO(n), &sl)) ||
-	    (rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_SIZE_HI(n), &sh)) ||
-	    (rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_CTRL(n), ctrl)) ||
-	    (rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_TL_LO(n), tl_lo)))
+	if ((rc = vcxl_hdm_io_read(&io, n, &d)) || (rc = vcxl_hdm_io_read_targets(&io, n, &tl)))
 		return rc;
-	*base = ((uint64_t)bh << 32) | (bl & CXL_HDM_DEC_LO_MASK);
-	*size = ((uint64_t)sh << 32) | (sl & CXL_HDM_DEC_LO_MASK);
+	*base = d.base;
+	*size = d.size;
+	*ctrl = d.ctrl;
+	*tl_lo = (uint32_t)tl;
 	return 0;
-}
-
-static int hb_clear(struct vcxl_hw_hb *hb, unsigned n)
-{
-	static const uint32_t regs[6] = {CXL_HDM_DEC_SIZE_HI(0), CXL_HDM_DEC_SIZE_LO(0),
-					 CXL_HDM_DEC_BASE_HI(0), CXL_HDM_DEC_BASE_LO(0),
-					 CXL_HDM_DEC_TL_HI(0),	 CXL_HDM_DEC_TL_LO(0)};
-	uint32_t ctrl;
-	int rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_CTRL(n), &ctrl);
-
-	if (!rc)
-		rc = hb_wr(hb, hb->hdm_off + CXL_HDM_DEC_CTRL(n), ctrl & ~CXL_HDM_DEC_CTRL_COMMIT);
-	for (unsigned i = 0; i < 6 && !rc; i++)
-		rc = hb_wr(hb, hb->hdm_off + regs[i] + n * CXL_HDM_DECODER_STRIDE, 0);
-	return rc;
 }
 
 /* CXL r3.1 8.2.4.20.12: commit, then wait for Committed or Error Not Committed */
@@ -115,7 +123,7 @@ static int hb_await_commit(struct vcxl_hw_hb *hb, unsigned n, char *err, size_t 
 	uint32_t ctrl;
 
 	for (;;) {
-		int rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_CTRL(n), &ctrl);
+		int rc = hdm_rd(hb, CXL_HDM_DEC_CTRL(n), &ctrl);
 		if (rc)
 			return hw_err(err, errlen, rc, "host bridge decoder %u: read failed", n);
 		if (ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR)
@@ -136,38 +144,55 @@ static int hb_await_commit(struct vcxl_hw_hb *hb, unsigned n, char *err, size_t 
 static int hb_find_slot(struct vcxl_hw_hb *hb, uint64_t base, uint64_t size, uint8_t port,
 			unsigned *slot, bool *ready, char *err, size_t errlen)
 {
+	struct vcxl_hdm_io io = hb_io(hb);
+
 	*ready = false;
 	for (unsigned n = 0; n < hb->hdm_count; n++) {
-		uint64_t b, s;
-		uint32_t ctrl, tl;
-		int rc = vcxl_hw_hb_read_decoder(hb, n, &b, &s, &ctrl, &tl);
+		struct vcxl_hdm_decoder d;
+		uint64_t tl;
+		int rc = vcxl_hdm_io_read(&io, n, &d);
+		if (!rc)
+			rc = vcxl_hdm_io_read_targets(&io, n, &tl);
 		if (rc)
 			return hw_err(err, errlen, rc, "host bridge decoder %u: read failed", n);
-		if (!(ctrl & CXL_HDM_DEC_CTRL_COMMITTED)) {
+		if (!d.committed) {
 			*slot = n;
 			return 0;
 		}
-		if (b == base && s == size && !VCXL_FIELD_GET(CXL_HDM_DEC_CTRL_IW, ctrl) &&
-		    (tl & 0xff) == port) {
+		/* one way, its target (byte 0 of the Target List) our root port */
+		if (d.base == base && d.size == size && d.ways == 1 &&
+		    (uint8_t)(tl & CXL_HDM_DEC_TL_PORT0) == port) {
 			*slot = n;
 			*ready = true;
 			return 0;
 		}
-		if (b < base + size && base < b + s)
+		if (d.base < base + size && base < d.base + d.size)
 			return hw_err(err, errlen, -EBUSY,
 				      "host bridge decoder %u already decodes 0x%llx+0x%llx", n,
-				      (unsigned long long)b, (unsigned long long)s);
+				      (unsigned long long)d.base, (unsigned long long)d.size);
 	}
 	return hw_err(err, errlen, -ENOSPC, "host bridge: all %u decoders are committed",
 		      hb->hdm_count);
 }
 
+/* Decommit decoder n and put HDM Decoder Enable back if we set it. */
+static void hb_undo(struct vcxl_hw_hb *hb, unsigned n)
+{
+	struct vcxl_hdm_io io = hb_io(hb);
+
+	vcxl_hdm_io_decommit(&io, n);
+	if (hb->set_enable)
+		vcxl_hdm_io_set_enable(&io, false, NULL);
+	hb->set_enable = false;
+}
+
 int vcxl_hw_hb_commit(struct vcxl_hw_hb *hb, uint64_t base, uint64_t size, uint8_t port,
 		      bool hostonly, char *err, size_t errlen)
 {
+	struct vcxl_hdm_io io = hb_io(hb);
 	unsigned n = 0;
 	bool ready;
-	uint32_t g, ctrl;
+	uint32_t ctrl;
 	int rc;
 
 	if (!hb->hdm_off)
@@ -181,31 +206,17 @@ int vcxl_hw_hb_commit(struct vcxl_hw_hb *hb, uint64_t base, uint64_t size, uint8
 	if (ready)
 		return 0; /* firmware's decoder: not ours to decommit */
 	/* CXL r3.1 8.2.4.20.2: HDM Decoder Enable */
-	if ((rc = hb_rd(hb, hb->hdm_off + CXL_HDM_GLOBAL_CTRL, &g)))
-		return hw_err(err, errlen, rc, "host bridge HDM Global Control read failed");
-	if (!(g & CXL_HDM_GCTRL_ENABLE)) {
-		if ((rc = hb_wr(hb, hb->hdm_off + CXL_HDM_GLOBAL_CTRL, g | CXL_HDM_GCTRL_ENABLE)))
-			return hw_err(err, errlen, rc,
-				      "host bridge HDM Global Control write failed");
-		hb->set_enable = true;
+	if ((rc = vcxl_hdm_io_set_enable(&io, true, &hb->set_enable)))
+		return hw_err(err, errlen, rc, "host bridge HDM Global Control access failed");
+	if ((rc = hdm_rd(hb, CXL_HDM_DEC_CTRL(n), &ctrl))) {
+		hw_err(err, errlen, rc, "host bridge decoder %u: read failed", n);
+		goto undo;
 	}
-	if ((rc = hb_rd(hb, hb->hdm_off + CXL_HDM_DEC_CTRL(n), &ctrl)))
-		return hw_err(err, errlen, rc, "host bridge decoder %u: read failed", n);
-	/* CXL r3.1 8.2.4.20.5-8: base, size, target list (port of interleave way 0),
-	 * then Control: 1 way, 256 B granularity, target type, Commit */
-	const uint32_t o = hb->hdm_off;
-	ctrl &= ~(CXL_HDM_DEC_CTRL_IG | CXL_HDM_DEC_CTRL_IW | CXL_HDM_DEC_CTRL_HOSTONLY |
-		  CXL_HDM_DEC_CTRL_COMMIT | CXL_HDM_DEC_CTRL_COMMITTED |
-		  CXL_HDM_DEC_CTRL_COMMIT_ERR | CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT);
-	if (hostonly)
-		ctrl |= CXL_HDM_DEC_CTRL_HOSTONLY;
-	if ((rc = hb_wr(hb, o + CXL_HDM_DEC_BASE_HI(n), (uint32_t)(base >> 32))) ||
-	    (rc = hb_wr(hb, o + CXL_HDM_DEC_BASE_LO(n), (uint32_t)base & CXL_HDM_DEC_LO_MASK)) ||
-	    (rc = hb_wr(hb, o + CXL_HDM_DEC_SIZE_HI(n), (uint32_t)(size >> 32))) ||
-	    (rc = hb_wr(hb, o + CXL_HDM_DEC_SIZE_LO(n), (uint32_t)size & CXL_HDM_DEC_LO_MASK)) ||
-	    (rc = hb_wr(hb, o + CXL_HDM_DEC_TL_HI(n), 0)) ||
-	    (rc = hb_wr(hb, o + CXL_HDM_DEC_TL_LO(n), port)) ||
-	    (rc = hb_wr(hb, o + CXL_HDM_DEC_CTRL(n), ctrl | CXL_HDM_DEC_CTRL_COMMIT))) {
+	/* CXL r3.1 8.2.4.20.5-11: base, size, target list (the root port as
+	 * interleave way 0), then Control: 1 way, 256 B granularity, target type,
+	 * Commit; never Lock On Commit (the decoder is ours to decommit) */
+	ctrl = vcxl_hdm_commit_ctrl(ctrl & ~CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT, hostonly);
+	if ((rc = vcxl_hdm_io_program_port(&io, n, base, size, port, ctrl))) {
 		hw_err(err, errlen, rc, "host bridge decoder %u: write failed", n);
 		goto undo;
 	}
@@ -214,24 +225,16 @@ int vcxl_hw_hb_commit(struct vcxl_hw_hb *hb, uint64_t base, uint64_t size, uint8
 	hb->decoder = (int)n;
 	return 0;
 undo:
-	hb_clear(hb, n);
-	if (hb->set_enable && !hb_rd(hb, hb->hdm_off + CXL_HDM_GLOBAL_CTRL, &g))
-		hb_wr(hb, hb->hdm_off + CXL_HDM_GLOBAL_CTRL, g & ~CXL_HDM_GCTRL_ENABLE);
-	hb->set_enable = false;
+	hb_undo(hb, n);
 	return rc;
 }
 
 void vcxl_hw_hb_decommit(struct vcxl_hw_hb *hb)
 {
-	uint32_t g;
-
 	if (!hb->hdm_off || hb->decoder < 0)
 		return;
-	hb_clear(hb, (unsigned)hb->decoder);
+	hb_undo(hb, (unsigned)hb->decoder);
 	hb->decoder = -1;
-	if (hb->set_enable && !hb_rd(hb, hb->hdm_off + CXL_HDM_GLOBAL_CTRL, &g))
-		hb_wr(hb, hb->hdm_off + CXL_HDM_GLOBAL_CTRL, g & ~CXL_HDM_GCTRL_ENABLE);
-	hb->set_enable = false;
 }
 
 /* ---- /dev/mem mapped component block -------------------------------------- */

@@ -637,6 +637,25 @@ static void test_hostbridge(void)
 	is(vcxl_hw_hb_commit(&hb, base + G, G, 5, false, err, sizeof(err)), -EBUSY,
 	   "overlap with a committed decoder: %s", err);
 
+	/* Lock On Commit found set is not kept (the decoder is ours to decommit);
+	 * a port number with bit 7 set lands whole in the Target List */
+	fake_hb_init(&f, true);
+	f.r[(HDM_AT + CXL_HDM_DEC_CTRL(0)) / 4] = CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT;
+	vcxl_hw_hb_init(&hb, &regs, err, sizeof(err));
+	is(vcxl_hw_hb_commit(&hb, base, size, 0x85, false, err, sizeof(err)), 0, "commit: %s", err);
+	is(DREG(&f, CXL_HDM_DEC_TL_LO(0)), 0x85, "target list: port 0x85 as is");
+	ok(!(DREG(&f, CXL_HDM_DEC_CTRL(0)) & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT),
+	   "Lock On Commit not set");
+	vcxl_hw_hb_decommit(&hb);
+	is(DREG(&f, CXL_HDM_DEC_TL_LO(0)) | DREG(&f, CXL_HDM_DEC_CTRL(0)), 0,
+	   "decommit clears Control and the target list");
+
+	/* a reserved decoder-count encoding is refused */
+	fake_hb_init(&f, true);
+	f.r[HDM_AT / 4] = 0xf;
+	is(vcxl_hw_hb_init(&hb, &regs, err, sizeof(err)), -ENODEV, "bad decoder count: %s", err);
+	is(hb.hdm_off, 0, "no HDM capability kept");
+
 	/* pass-through host bridge: no HDM capability, nothing to program */
 	fake_hb_init(&f, false);
 	is(vcxl_hw_hb_init(&hb, &regs, err, sizeof(err)), 0, "no HDM capability is fine");
