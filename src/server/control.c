@@ -7,6 +7,8 @@
  *   {"execute": "query-devices"}
  *   {"execute": "query-log-level"}
  *   {"execute": "set-log-level", "arguments": {"level": "debug"}}
+ *   {"execute": "read-memory", "arguments": {"device": 0, "offset": 4096, "length": 64}}
+ *                                            -> {"return": {..., "data": "<hex>"}}
  * A request that is not JSON, not an object, too long or names an unknown
  * command gets {"error": {"class": ..., "desc": ...}} and the connection stays.
  * Served from the device loop, between device messages, several clients at
@@ -44,6 +46,7 @@ struct vcxl_control {
 	int lfd;
 	int64_t start_ms;
 	vcxl_control_describe_fn describe;
+	vcxl_control_read_fn read;
 	void *opaque;
 	struct ctl_client *clients[VCXL_CONTROL_CLIENTS];
 	uint64_t requests, errors;
@@ -198,6 +201,72 @@ static struct json_object *query_devices(struct vcxl_control *c)
 	return a;
 }
 
+/* An integer argument in [0, max]; false if absent or anything else. */
+static bool arg_u64(struct json_object *args, const char *key, uint64_t max, uint64_t *out)
+{
+	struct json_object *v;
+	int64_t k;
+
+	if (!args || !json_object_object_get_ex(args, key, &v) ||
+	    !json_object_is_type(v, json_type_int))
+		return false;
+	k = json_object_get_int64(v);
+	if (k < 0 || (uint64_t)k > max)
+		return false;
+	*out = (uint64_t)k;
+	return true;
+}
+
+/* read-memory: the host's look at device memory (the CXL region a guest maps),
+ * for an operator who cannot read it otherwise (the region is a sealed memfd
+ * the server keeps). Admin only: the control socket, never a device socket. */
+static struct json_object *read_memory(struct vcxl_control *c, struct json_object *args,
+				       const char **cls, const char **desc)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t buf[VCXL_CONTROL_READ_MAX];
+	char str[2 * VCXL_CONTROL_READ_MAX + 1];
+	uint64_t dev, off, len;
+	struct json_object *r;
+	int rc;
+
+	if (!c->read) {
+		*cls = "CommandNotFound";
+		*desc = "read-memory is not served here";
+		return NULL;
+	}
+	if (!arg_u64(args, "device", UINT32_MAX, &dev) || dev >= vcxl_loop_devices(c->loop)) {
+		*cls = "DeviceNotFound";
+		*desc = "\"device\" names no device";
+		return NULL;
+	}
+	if (!arg_u64(args, "offset", INT64_MAX, &off) ||
+	    !arg_u64(args, "length", VCXL_CONTROL_READ_MAX, &len) || !len) {
+		*cls = "InvalidParameter";
+		*desc = "\"offset\" (bytes into the CXL region) and \"length\" (1 to 4096) "
+			"must be integers";
+		return NULL;
+	}
+	rc = c->read(c->opaque, (unsigned)dev, off, buf, (size_t)len);
+	if (rc) {
+		*cls = "InvalidParameter";
+		*desc = rc == -EINVAL || rc == -ERANGE ? "the range is outside the CXL region"
+						       : "device memory could not be read";
+		return NULL;
+	}
+	for (uint64_t i = 0; i < len; i++) {
+		str[2 * i] = hex[buf[i] >> 4];
+		str[2 * i + 1] = hex[buf[i] & 0xf];
+	}
+	str[2 * len] = 0;
+	r = json_object_new_object();
+	json_object_object_add(r, "device", json_object_new_int64((int64_t)dev));
+	json_object_object_add(r, "offset", json_object_new_int64((int64_t)off));
+	json_object_object_add(r, "length", json_object_new_int64((int64_t)len));
+	json_object_object_add(r, "data", json_object_new_string(str));
+	return r;
+}
+
 struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new();
@@ -265,6 +334,15 @@ struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req,
 		vcxl_log_set_level(lvl);
 		vcxl_log(VCXL_LOG_INFO, "control: log level %s", level_names[lvl]);
 		ret = NULL;
+	} else if (!strcmp(cmd, "read-memory")) {
+		const char *cls = "GenericError", *desc = "";
+
+		ret = read_memory(c, args, &cls, &desc);
+		if (!ret) {
+			json_object_put(j);
+			c->errors++;
+			return err_reply(cls, desc);
+		}
 	} else {
 		char desc[160];
 
@@ -382,6 +460,11 @@ static void listen_event(void *opaque, uint32_t ev)
 		return;
 	}
 	c->clients[slot] = k;
+}
+
+void vcxl_control_set_reader(struct vcxl_control *c, vcxl_control_read_fn fn)
+{
+	c->read = fn;
 }
 
 int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_describe_fn fn,

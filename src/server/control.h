@@ -18,10 +18,20 @@ struct vcxl_control;
  * the guest's committed decoders, resets), added to its status object. */
 typedef void (*vcxl_control_describe_fn)(void *opaque, unsigned index, struct json_object *dev);
 
+/* read-memory: bytes [off, off + len) of device index's CXL region (the memory
+ * the guest maps), len <= VCXL_CONTROL_READ_MAX. 0 or -errno. */
+typedef int (*vcxl_control_read_fn)(void *opaque, unsigned index, uint64_t off, void *buf,
+				    size_t len);
+/* The most bytes one read-memory request returns (hex: twice that in the reply). */
+#define VCXL_CONTROL_READ_MAX 4096
+
 /* Listen on path (a stale socket there is replaced, anything else refused)
  * and serve requests from the loop. 0 or -errno. */
 int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_describe_fn fn,
 			void *opaque, struct vcxl_control **out);
+/* Serve read-memory through fn (with the describe function's opaque); without
+ * it the command is refused. */
+void vcxl_control_set_reader(struct vcxl_control *c, vcxl_control_read_fn fn);
 /* Close every control connection, remove the socket. */
 void vcxl_control_destroy(struct vcxl_control *c);
 /* One request (a JSON text) answered as one JSON object (caller puts it). */

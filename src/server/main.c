@@ -538,6 +538,16 @@ static void check_host_region(const struct served *s)
 
 /* The control socket's view of device i: what it is, the host region, the
  * guest's committed decoders (GPA range -> region offset), resets. */
+/* The control socket's read-memory: the device's CXL region as the guest maps it */
+static int read_device_memory(void *opaque, unsigned i, uint64_t off, void *buf, size_t len)
+{
+	const struct served *s = &((const struct served *)opaque)[i];
+
+	if (!s->vdev)
+		return -ENODEV;
+	return vcxl_vdev_ops.region_read(s->vdev, VCXL_VDEV_CXL_REGION, off, buf, len);
+}
+
 static void describe_device(void *opaque, unsigned i, struct json_object *d)
 {
 	const struct served *s = &((const struct served *)opaque)[i];
@@ -725,6 +735,7 @@ int main(int argc, char **argv)
 						  : strerror(-rc));
 			goto out;
 		}
+		vcxl_control_set_reader(ctl, read_device_memory);
 	}
 	for (; made < o.devices; made++) {
 		struct served *s = &devs[made];

@@ -64,6 +64,37 @@ static const struct vcxl_hdm_ops vcomp_ops = {
     .changed = vcomp_changed,
 };
 
+/*
+ * A firmware-committed region (CXL r3.1 8.2.4.20.7, 9.3): firmware commits and
+ * locks the decoder at a host physical address of the platform's memory map.
+ * The guest's platform firmware is its VMM, and only the VMM knows the VM's
+ * CXL fixed memory windows, so after every conventional reset (open, VFIO
+ * reset, a new tenant) virtual decoder 0 is left as firmware programmed it
+ * but for the address: HDM Decoder Enable set, all of the region from DPA 0,
+ * one way, Lock-On-Commit set, not committed. The VMM writes Base and sets
+ * Commit before the guest runs; from then on the guest can neither move nor
+ * decommit it. A CXL reset does not run firmware: it leaves the decoder as the
+ * spec's reset values (docs/uapi.md "Firmware-committed regions").
+ */
+static void vcomp_firmware_preset(struct vcxl_vdev *v)
+{
+	struct vcxl_hdm *h = &v->comp.hdm;
+	struct vcxl_hdm_decoder d;
+
+	if (!v->region->firmware)
+		return;
+	vcxl_hdm_decoder_get(h, 0, &d);
+	d.base = 0;
+	d.size = v->region->size;
+	d.skip = 0;
+	d.ctrl = (d.ctrl & ~(uint32_t)(CXL_HDM_DEC_CTRL_IG | CXL_HDM_DEC_CTRL_IW)) |
+		 (uint32_t)VCXL_FIELD_PREP(CXL_HDM_DEC_CTRL_IW, CXL_HDM_IW_1) |
+		 CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT;
+	vcxl_rf_update32(&v->vcomp, h->off + CXL_HDM_GLOBAL_CTRL, CXL_HDM_GCTRL_ENABLE,
+			 CXL_HDM_GCTRL_ENABLE);
+	vcxl_hdm_program(h, 0, &d, false);
+}
+
 int vcomp_build(struct vcxl_vdev *v, char *err, size_t errlen)
 {
 	const struct vcxl_cxl_dev *d = v->dev;
@@ -91,6 +122,7 @@ int vcomp_build(struct vcxl_vdev *v, char *err, size_t errlen)
 	rc = vcxl_comp_layout(&v->comp, &v->vcomp, CXL_CM_OFFSET, &cc, &vcomp_ops, v);
 	if (rc)
 		return vdev_err(err, errlen, rc, "virtual component layout failed (%d)", rc);
+	vcomp_firmware_preset(v);
 	return 0;
 }
 
@@ -109,11 +141,14 @@ int vcomp_access(struct vcxl_vdev *v, bool write, uint32_t off, unsigned len, ui
 	return vcxl_rf_read(&v->vcomp, off, len, val);
 }
 
-/* full: everything as at open (FLR, client gone); else a CXL reset, which
+/* full: everything as at open (VFIO reset, client gone), a firmware-committed
+ * region's decoder preset again; else a CXL reset, which
  * clears the decoders but keeps the sticky RAS state [spec]. */
 void vcomp_reset(struct vcxl_vdev *v, bool full)
 {
 	vcxl_hdm_reset(&v->comp.hdm);
-	if (full)
+	if (full) {
 		vcxl_rf_reset(&v->vcomp);
+		vcomp_firmware_preset(v);
+	}
 }

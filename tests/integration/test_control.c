@@ -7,13 +7,15 @@
  * unknown command, overlong line) get a JSON error on the same connection
  * and neither the control connection nor the device client is dropped;
  * set-log-level works; --control none and a control path that is not a
- * socket.
+ * socket; read-memory returns what the client wrote to the CXL region and
+ * refuses bad devices, lengths and ranges.
  */
 #include <json-c/json.h>
 #include <linux/pci_regs.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "../../src/server/control.h"
 #include "harness.h"
 #include "tap.h"
 #include "vcxl/cxl_regs.h"
@@ -214,6 +216,84 @@ static void test_bad_requests(const char *ctl, struct vcxl_client *c)
 	ok(rc == 0 && v == 0x0d948086, "the device client is still served (ids 0x%08x)", v);
 }
 
+/* read-memory: the host's look at device memory while a client is attached
+ * (the region is the server's sealed memfd: no other way in) */
+static void test_read_memory(const char *ctl, struct vcxl_client *c,
+			     const struct vcxl_client_info *info)
+{
+	static const char pat[] = "vcxl\x01\xfe read-memory";
+	char req[256], want[2 * sizeof(pat) + 1];
+	struct json_object *r;
+	const char *data;
+	size_t n;
+	int fd = ctl_connect(ctl);
+
+	ok(fd >= 0, "read-memory: control socket accepts");
+	is(vcxl_client_region_write(c, info->cxl.region_index, 0x12340, pat, sizeof(pat)), 0,
+	   "the client writes %zu bytes at CXL region offset 0x12340", sizeof(pat));
+	for (size_t i = 0; i < sizeof(pat); i++)
+		snprintf(want + 2 * i, 3, "%02x", (uint8_t)pat[i]);
+	n = (size_t)snprintf(req, sizeof(req),
+			     "{\"execute\": \"read-memory\", \"arguments\": {\"device\": 0, "
+			     "\"offset\": %d, \"length\": %zu}}\n",
+			     0x12340, sizeof(pat));
+	r = ctl_req(fd, req, n);
+	data = json_object_get_string(get(r, "return.data"));
+	ok(data && !strcmp(data, want) && geti(r, "return.length") == (int64_t)sizeof(pat) &&
+	       geti(r, "return.offset") == 0x12340,
+	   "read-memory returns those bytes as hex (%s)", data ? data : "no data");
+	json_object_put(r);
+	n = (size_t)snprintf(req, sizeof(req),
+			     "{\"execute\": \"read-memory\", \"arguments\": {\"device\": 0, "
+			     "\"offset\": 0, \"length\": %d}}\n",
+			     VCXL_CONTROL_READ_MAX);
+	r = ctl_req(fd, req, n);
+	data = json_object_get_string(get(r, "return.data"));
+	ok(data && strlen(data) == 2 * VCXL_CONTROL_READ_MAX, "%d bytes in one request",
+	   VCXL_CONTROL_READ_MAX);
+	json_object_put(r);
+
+	static const struct {
+		const char *args, *cls, *what;
+	} bad[] = {
+	    {"{\"device\": 9, \"offset\": 0, \"length\": 8}", "DeviceNotFound", "device 9"},
+	    {"{\"device\": -1, \"offset\": 0, \"length\": 8}", "DeviceNotFound", "device -1"},
+	    {"{\"offset\": 0, \"length\": 8}", "DeviceNotFound", "no device"},
+	    {"{\"device\": 0, \"offset\": 0, \"length\": 0}", "InvalidParameter", "length 0"},
+	    {"{\"device\": 0, \"offset\": 0, \"length\": 4097}", "InvalidParameter", "length 4097"},
+	    {"{\"device\": 0, \"offset\": \"0\", \"length\": 8}", "InvalidParameter",
+	     "offset a string"},
+	    {"{\"device\": 0, \"offset\": -8, \"length\": 8}", "InvalidParameter", "offset -8"},
+	    {"{\"device\": 0, \"length\": 8}", "InvalidParameter", "no offset"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n = (size_t)snprintf(req, sizeof(req),
+				     "{\"execute\": \"read-memory\", \"arguments\": %s}\n",
+				     bad[i].args);
+		r = ctl_req(fd, req, n);
+		ok(is_error(r, bad[i].cls), "read-memory, %s: %s", bad[i].what, bad[i].cls);
+		json_object_put(r);
+	}
+	/* the end of the region: the last byte reads, one more is refused */
+	n = (size_t)snprintf(req, sizeof(req),
+			     "{\"execute\": \"read-memory\", \"arguments\": {\"device\": 0, "
+			     "\"offset\": %llu, \"length\": 1}}\n",
+			     (unsigned long long)info->cxl.region_size - 1);
+	r = ctl_req(fd, req, n);
+	ok(r && get(r, "return.data"), "the region's last byte reads");
+	json_object_put(r);
+	n = (size_t)snprintf(req, sizeof(req),
+			     "{\"execute\": \"read-memory\", \"arguments\": {\"device\": 0, "
+			     "\"offset\": %llu, \"length\": 2}}\n",
+			     (unsigned long long)info->cxl.region_size - 1);
+	r = ctl_req(fd, req, n);
+	ok(is_error(r, "InvalidParameter") &&
+	       strstr(json_object_get_string(get(r, "error.desc")), "outside"),
+	   "a range past the region's end: InvalidParameter, 'outside the CXL region'");
+	json_object_put(r);
+	close(fd);
+}
+
 static void test_attached(struct harness *h, const char *ctl)
 {
 	static char out[1 << 16];
@@ -277,6 +357,7 @@ static void test_attached(struct harness *h, const char *ctl)
 	if (rc || !strstr(out, want))
 		diag("%s", out);
 	test_bad_requests(ctl, c);
+	test_read_memory(ctl, c, &info);
 	vcxl_client_close(c);
 }
 

@@ -722,6 +722,54 @@ static void test_cxl_reset_dvsec(void)
 
 /* ---- firmware-committed devices --------------------------------------------- */
 
+/* The guest's view of a firmware-committed region (docs/uapi.md): decoder 0
+ * preset as firmware leaves it but for the base, which the VMM writes with
+ * Commit; then locked (CXL r3.1 8.2.4.20.7); a VFIO reset presets it again,
+ * a CXL reset does not (firmware does not run). */
+static void firmware_view(struct env *e, uint64_t hdm, uint64_t size)
+{
+	struct vcxl_vdev *v = e->v;
+	uint32_t dv = g_find_dvsec(v, CXL_VENDOR_ID, 0);
+	uint32_t ctrl = (uint32_t)g_rd(v, 0, hdm + CXL_HDM_DEC_CTRL(0), 4, NULL);
+
+	ok(g_rd(v, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, NULL) & CXL_HDM_GCTRL_ENABLE,
+	   "firmware view: HDM Decoder Enable set");
+	is(ctrl & (CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT | CXL_HDM_DEC_CTRL_COMMIT |
+		   CXL_HDM_DEC_CTRL_COMMITTED | CXL_HDM_DEC_CTRL_IW),
+	   CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT,
+	   "firmware view: Lock-On-Commit, one way, not committed");
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_SIZE_LO(0), 8, NULL), size,
+	   "firmware view: size = the region");
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_SKIP_LO(0), 8, NULL), 0, "firmware view: DPA skip 0");
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_BASE_LO(0), 8, NULL), 0, "firmware view: no base yet");
+
+	/* the VMM, as the VM's firmware: base, then Commit */
+	g_wr(v, 0, hdm + CXL_HDM_DEC_BASE_HI(0), 4, GPA >> 32);
+	g_wr(v, 0, hdm + CXL_HDM_DEC_BASE_LO(0), 4, (uint32_t)GPA);
+	g_wr(v, 0, hdm + CXL_HDM_DEC_CTRL(0), 4, ctrl | CXL_HDM_DEC_CTRL_COMMIT);
+	ok(guest_committed(v), "VMM's commit at its window base: committed");
+	/* the guest: decommit and move, both refused by the lock */
+	ctrl = (uint32_t)g_rd(v, 0, hdm + CXL_HDM_DEC_CTRL(0), 4, NULL);
+	g_wr(v, 0, hdm + CXL_HDM_DEC_CTRL(0), 4, ctrl & ~(uint32_t)CXL_HDM_DEC_CTRL_COMMIT);
+	g_wr(v, 0, hdm + CXL_HDM_DEC_BASE_LO(0), 8, GPA + G);
+	ok(guest_committed(v), "locked: decommit ignored");
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_BASE_LO(0), 8, NULL), GPA, "locked: base unchanged");
+
+	is(vcxl_vdev_ops.reset(v), 0, "VFIO_DEVICE_RESET");
+	ok(!guest_committed(v), "after the reset: not committed...");
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_CTRL(0), 4, NULL) & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT,
+	   CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT, "...but preset again for the VMM");
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_SIZE_LO(0), 8, NULL), size, "preset again: size");
+
+	gcfg_w(v, dv + CXL_DVSEC_CTRL2, 2, CXL_DVSEC_CTRL2_INIT_RESET);
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_CTRL(0), 4, NULL) &
+	       (CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT | CXL_HDM_DEC_CTRL_COMMITTED),
+	   0, "CXL reset: no firmware, decoder 0 at its reset values");
+	is(g_rd(v, 0, hdm + CXL_HDM_DEC_SIZE_LO(0), 8, NULL), 0, "CXL reset: size 0");
+	guest_commit(v, size);
+	ok(guest_committed(v), "after the CXL reset the guest commits it itself");
+}
+
 static void test_firmware(void)
 {
 	struct vcxl_model_cfg mc = {.mem_size = G,
@@ -743,6 +791,7 @@ static void test_firmware(void)
 	vcxl_vdev_ops.region_write(e.v, 9, 64, "fw", 2);
 	ok(dev && memcmp(dev + r->dpa + 64, "fw", 2) == 0,
 	   "region 9 is the firmware region's memory");
+	firmware_view(&e, info.cxl.hdm_offset, r->size);
 	env_fini(&e);
 
 	/* attach-only (--region-dax) attaches the same way... */
