@@ -16,6 +16,16 @@
 #                               its own host bridge and window; returns QEMU's exit status
 #   cxlmem_hostcheck CONSOLE FILE  every HOSTCHECK line of the guest checked in FILE:
 #                               one "ok|FAIL <detail>" line each
+#   cxlmem_start_server_fw NAME vcxl-server --devices 2 --firmware-committed, 512 MiB each,
+#                               the default isolation (sealed memfd regions, no --backing,
+#                               no --trust-client), control socket $CXLMEM_TMP/fw.sock.ctl
+#   cxlmem_boot_fw NAME         the guest (cxlmem-guest --fw) with both devices under one host
+#                               bridge and window, a QMP socket; at the guest's
+#                               "UNPLUG-READY" line QMP device_del of vcxl1 (log: NAME.qmp.log,
+#                               "RESULT" lines: its mappings before/after, DEVICE_DELETED);
+#                               returns QEMU's exit status
+#   cxlmem_hostcheck_ctl CONSOLE CTL  every HOSTCHECK line checked through the server's control
+#                               socket (read-memory): one "ok|FAIL <detail>" line each
 #   cxlmem_stop                 QEMU and the server stopped (by pid), temp dir removed
 #
 # Inputs: CXLMEM_BUILD (meson build dir), CXLMEM_LOGDIR, CXLMEM_QEMU (from cxlmem_qemu).
@@ -181,6 +191,159 @@ cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
 	rc=$?
 	CXLMEM_QPID=""
 	return $rc
+}
+
+cxlmem_start_server_fw() { # cxlmem_start_server_fw NAME
+	local name=$1 server="$CXLMEM_BUILD/src/tools/vcxl-server"
+	[ -n "$CXLMEM_TMP" ] || CXLMEM_TMP=$(mktemp -d /tmp/vcxl-cxlmem.XXXXXX)
+	"$server" --socket "$CXLMEM_TMP/fw.sock" --devices 2 --mem-size 512M --firmware-committed \
+		--on-disconnect keep --log-level debug > "$CXLMEM_LOGDIR/$name.server.log" 2>&1 &
+	CXLMEM_SPID=$!
+	cxlmem_wait_socket "$CXLMEM_TMP/fw.sock.1" "$CXLMEM_SPID"
+}
+
+# QMP on $1: device_del $2 once the console $3 says UNPLUG-READY, then QEMU's view of the
+# mappings (info mtree -f lines with $4, the device's "<name> cxl-mem") polled until they are
+# gone, and DEVICE_DELETED waited for while the guest runs. Log on stdout, one
+# "RESULT <key> <value>" line per finding.
+cxlmem_qmp_unplug() {
+	python3 - "$1" "$2" "$3" "$4" <<'PY'
+import json, socket, sys, time
+path, dev, con, match = sys.argv[1:5]
+t0 = time.time()
+while time.time() - t0 < 240:
+    try:
+        text = open(con, "rb").read()
+        if b"UNPLUG-READY" in text:
+            break
+        if b"RESULT:" in text or b"VCXL GUEST DONE" in text:
+            print("RESULT ready no (the guest finished without asking)"); sys.exit(1)
+    except OSError:
+        pass
+    time.sleep(0.2)
+else:
+    print("RESULT ready no"); sys.exit(1)
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(path)
+f = s.makefile("rw")
+events = []
+def rd():
+    line = f.readline()
+    if not line:
+        raise EOFError("QMP closed")
+    m = json.loads(line)
+    if "event" in m:
+        print("<- event", m["event"], json.dumps(m.get("data", {})))
+    return m
+def cmd(c, args=None):
+    m = {"execute": c}
+    if args:
+        m["arguments"] = args
+    f.write(json.dumps(m) + "\n"); f.flush()
+    while True:
+        r = rd()
+        if "return" in r or "error" in r:
+            return r
+        events.append(r)
+def mtree():
+    r = cmd("human-monitor-command", {"command-line": "info mtree -f"})
+    return sorted(set(l.strip() for l in r.get("return", "").splitlines() if match in l))
+def deleted():
+    return any(e.get("event") == "DEVICE_DELETED" and e.get("data", {}).get("device") == dev
+               for e in events)
+rd()
+cmd("qmp_capabilities")
+before = mtree()
+print("mappings of %s before device_del: %s" % (dev, before))
+print("RESULT mapped-before %d" % len(before))
+r = cmd("device_del", {"id": dev})
+print("RESULT device_del %s" % ("ok" if "return" in r else json.dumps(r)))
+t1 = time.time()
+gone_after = None
+try:
+    while time.time() - t1 < 60:
+        now = mtree()
+        if not now and gone_after is None:
+            gone_after = time.time() - t1
+            print("mappings of %s gone %.1f s after device_del" % (dev, gone_after))
+            print("RESULT mapped-after 0")
+        if gone_after is not None and deleted():
+            break
+        time.sleep(0.2)
+except (EOFError, OSError) as e:
+    print("QMP: %s (QEMU exiting)" % e)
+if gone_after is None:
+    print("RESULT mapped-after still")
+print("RESULT device_deleted %s" % ("yes" if deleted() else "no"))
+PY
+}
+
+cxlmem_boot_fw() { # cxlmem_boot_fw NAME [GUEST-ARGS (default --fw)] [x-cxl (default true)]
+	local name=$1 gargs=${2:---fw} xcxl=${3:-true} args rc d dev
+	# shellcheck disable=SC2054 # commas inside QEMU option values
+	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
+		-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
+		-m "$CXLMEM_GUEST_RAM" -smp 1 -nographic -serial stdio -monitor none -no-reboot -nic none
+		-qmp "unix:$CXLMEM_TMP/qmp.sock,server=on,wait=off"
+		-machine q35,cxl=on,memory-backend=ram0
+		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
+		-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+		-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
+	for d in 0 1; do
+		dev="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$CXLMEM_TMP/fw.sock.$d\"}"
+		dev="$dev,\"id\":\"vcxl$d\",\"bus\":\"rp$d\""
+		[ "$xcxl" = none ] || dev="$dev,\"x-cxl\":$xcxl"
+		args+=(-device "$dev}")
+	done
+	args+=(-M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
+		-kernel "$CXLMEM_LOGDIR/guest/vmlinuz" -initrd "$CXLMEM_LOGDIR/guest/initramfs-cxlmem.cpio.gz"
+		-append "console=ttyS0 panic=-1 quiet vcxl.args=$gargs")
+	printf '%q ' "$CXLMEM_QEMU" "${args[@]}" > "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
+	echo >> "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
+	: > "$CXLMEM_LOGDIR/$name.console.log"
+	timeout -k 10 "${VCXL_E2E_TIMEOUT:-300}" "$CXLMEM_QEMU" "${args[@]}" < /dev/null \
+		> "$CXLMEM_LOGDIR/$name.console.log" 2>&1 &
+	CXLMEM_QPID=$!
+	cxlmem_qmp_unplug "$CXLMEM_TMP/qmp.sock" vcxl1 "$CXLMEM_LOGDIR/$name.console.log" \
+		"fw.sock.1 cxl-mem" > "$CXLMEM_LOGDIR/$name.qmp.log" 2>&1
+	wait "$CXLMEM_QPID"
+	rc=$?
+	CXLMEM_QPID=""
+	return $rc
+}
+
+cxlmem_hostcheck_ctl() { # cxlmem_hostcheck_ctl CONSOLE CTL
+	grep -a '^HOSTCHECK mem ' "$1" | tr -d '\r' | python3 -c '
+import json, re, socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def read(dev, off, ln):
+    out = b""
+    while len(out) < ln:
+        n = min(4096, ln - len(out))
+        f.write(json.dumps({"execute": "read-memory", "arguments":
+                            {"device": dev, "offset": off + len(out), "length": n}}) + "\n")
+        f.flush()
+        r = json.loads(f.readline())
+        if "return" not in r:
+            raise SystemExit("read-memory: %s" % r)
+        out += bytes.fromhex(r["return"]["data"])
+    return out
+for line in sys.stdin:
+    kv = dict(re.findall(r"(\w+)=(\S+)", line))
+    dev, dpa, ln, pat = int(kv.get("dev", "0")), int(kv["dpa"], 0), int(kv["len"], 0), int(kv["pattern"], 0)
+    data = read(dev, dpa, ln)
+    q = [struct.unpack_from("<Q", data, 8 * i)[0] for i in range(len(data) // 8)]
+    hit = sum(1 for i, v in enumerate(q) if v == (pat + i) & (2**64 - 1))
+    want = kv["expect"]
+    good = hit == ln // 8 if want == "present" else hit == 0
+    print("%s device %d memory at region offset %#x (control socket read-memory): pattern %#x %s (%d of %d qwords)" % (
+        "ok" if good else "FAIL", dev, dpa, pat,
+        "present" if want == "present" else "absent", hit, ln // 8))
+' "$2"
 }
 
 cxlmem_hostcheck() { # cxlmem_hostcheck CONSOLE FILE

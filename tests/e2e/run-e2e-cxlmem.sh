@@ -15,6 +15,18 @@
 #   reset-*     guest FLR, CXL reset, a secondary bus reset (QEMU: VFIO_DEVICE_RESET) each
 #               leave the mapping exactly as the decoder state they leave
 #   outside-window  a base outside every window maps nothing and the VM runs on
+# A second boot (cxlmem-guest --fw) with two devices of a --firmware-committed server in the
+# default isolation (sealed memfd regions: no --backing, no --trust-client), both under one
+# host bridge and window, and a QMP socket:
+#   fw-committed    decoder 0 of each device committed and locked by QEMU (the VM's firmware)
+#                   at machine start, inside the window, over all of the region
+#   fw-locked       the guest can neither decommit nor move it
+#   fw-access       each window reaches its device's memory (checked on the host through the
+#                   control socket's read-memory)
+#   overlap-refused device 1, CXL-reset, commits at device 0's base: refused, one log line
+#   overlap-retry   device 0 CXL-reset: device 1's decoder is mapped there now, one log line
+#   unplug          QMP device_del of device 1 while mapped: the guest sees it go, the mapping
+#                   goes (guest and QEMU's memory tree), QEMU runs on and exits cleanly
 # On the host: every HOSTCHECK line (a pattern present or absent at a DPA of the backing
 # file), no protocol error in the server log, DEVICE_RESET seen, nothing left running.
 # Skips visibly (TAP "1..0 # SKIP") when the CXL-aware QEMU cannot be had (see cxlmem-lib.sh
@@ -88,20 +100,25 @@ else
 fi
 grep -a -E '^  CFMWS' "$con" | tr -d '\r' | diag
 nsteps=0
-while IFS= read -r line; do
-	line=${line%$'\r'}
-	sname=${line#STEP }
-	sname=${sname%%:*}
-	sres=${line#*: }
-	sdetail=${sres#* }
-	sres=${sres%% *}
-	nsteps=$((nsteps + 1))
-	case "$sres" in
-	ok) tap OK "guest $sname: $sdetail" ;;
-	skip) tap SKIP "guest $sname" "$sdetail" ;;
-	*) tap FAIL "guest $sname: $sdetail" ;;
-	esac
-done < <(grep -a '^STEP ' "$con")
+tap_steps() { # tap_steps CONSOLE: one TAP point per STEP line, counted in nsteps
+	local line sname sres sdetail
+	nsteps=0
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		sname=${line#STEP }
+		sname=${sname%%:*}
+		sres=${line#*: }
+		sdetail=${sres#* }
+		sres=${sres%% *}
+		nsteps=$((nsteps + 1))
+		case "$sres" in
+		ok) tap OK "guest $sname: $sdetail" ;;
+		skip) tap SKIP "guest $sname" "$sdetail" ;;
+		*) tap FAIL "guest $sname: $sdetail" ;;
+		esac
+	done < <(grep -a '^STEP ' "$1")
+}
+tap_steps "$con"
 if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con" && [ "$nsteps" -ge 10 ]; then
 	tap OK "guest program finished with no failure ($nsteps steps)"
 else
@@ -159,6 +176,96 @@ if kill -0 "$spid" 2>/dev/null || [ -e "$tmp" ]; then
 	tap FAIL "no process, socket or temp dir of ours left behind"
 else
 	tap OK "no process, socket or temp dir of ours left behind"
+fi
+
+# ---- firmware-committed regions, the overlap retry, unplug; the default isolation ----
+name=fw
+if cxlmem_start_server_fw "$name"; then
+	tap OK "vcxl-server --devices 2 --firmware-committed (sealed memfd regions) listens"
+else
+	tap FAIL "vcxl-server --devices 2 --firmware-committed (sealed memfd regions) listens"
+	diag < "$CXLMEM_LOGDIR/$name.server.log"
+	echo "1..$n"
+	exit 1
+fi
+ts=$(date +%s)
+cxlmem_boot_fw "$name"
+rc=$?
+con="$CXLMEM_LOGDIR/$name.console.log"
+qmp="$CXLMEM_LOGDIR/$name.qmp.log"
+slog="$CXLMEM_LOGDIR/$name.server.log"
+if [ $rc -eq 0 ]; then
+	tap OK "QEMU ran the two-device guest, unplugged one, exited cleanly ($(($(date +%s) - ts)) s)"
+else
+	tap FAIL "QEMU ran the two-device guest, unplugged one, exited cleanly (rc=$rc)"
+	grep -a -i -E 'qemu|error|warning|assert|abort' "$con" | head -20 | diag
+fi
+tap_steps "$con"
+if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con" && [ "$nsteps" -ge 7 ]; then
+	tap OK "guest --fw finished with no failure ($nsteps steps)"
+else
+	tap FAIL "guest --fw finished with no failure ($nsteps steps, want 7)"
+	tail -20 "$con" | diag
+fi
+grep -a -i 'cxl' "$con" | grep -a -E '^qemu' | grep -a -v 'error recovery' | diag
+# the overlap: one warning when refused, one line when mapped after device 0 let go
+b0=$(grep -a '^STEP overlap-refused' "$con" | sed -n 's/.*committed at \(0x[0-9a-f]*\) .*/\1/p')
+nref=0
+nmap=0
+if [ -n "$b0" ]; then
+	nref=$(grep -a -c "fw.sock.1: CXL HDM decoder 0 committed at $b0 .*not mapped: overlaps" "$con")
+	nmap=$(grep -a -c "fw.sock.1: CXL HDM decoder 0 at $b0 .* now mapped" "$con")
+fi
+if [ -n "$b0" ] && [ "$nref" -eq 1 ] && [ "$nmap" -eq 1 ]; then
+	tap OK "QEMU: device 1's decoder at $b0 refused for the overlap (1 line), mapped when it went (1 line)"
+else
+	tap FAIL "QEMU: device 1's decoder at ${b0:-?}: $nref refusal line(s), $nmap 'now mapped' line(s) (want 1, 1)"
+fi
+res() { sed -n "s/^RESULT $1 //p" "$qmp" | head -1; }
+sed 's/^/qmp: /' "$qmp" | grep -v '^qmp: RESULT' | diag
+if [ "$(res mapped-before)" = 1 ] && [ "$(res device_del)" = ok ] && [ "$(res mapped-after)" = 0 ]; then
+	tap OK "QMP: device 1 mapped before device_del, its mapping gone from QEMU's memory tree after"
+else
+	tap FAIL "QMP: mapped before '$(res mapped-before)', device_del '$(res device_del)', after '$(res mapped-after)'"
+fi
+echo "# QEMU 10.2.2 emits DEVICE_DELETED and closes the vfio-user socket only when the unplugged device is finalized; seen here: DEVICE_DELETED $(res device_deleted)"
+nchk=0
+while IFS= read -r line; do
+	nchk=$((nchk + 1))
+	case "$line" in
+	ok*) tap OK "host: ${line#ok }" ;;
+	*) tap FAIL "host: ${line#FAIL }" ;;
+	esac
+done < <(cxlmem_hostcheck_ctl "$con" "$CXLMEM_TMP/fw.sock.ctl" 2>&1)
+if [ "$nchk" -ge 2 ]; then
+	tap OK "host checked $nchk guest writes through the control socket (no --backing, no --trust-client)"
+else
+	tap FAIL "host checked $nchk guest writes through the control socket (want 2)"
+fi
+if grep -a -q 'dev1: client disconnected' "$slog"; then
+	tap OK "server saw device 1's client disconnect"
+else
+	tap FAIL "server saw device 1's client disconnect"
+fi
+if grep -a -q -i 'protocol error' "$slog"; then
+	tap FAIL "server logged no protocol error (two devices)"
+	grep -a -i 'protocol error' "$slog" | head -10 | diag
+else
+	tap OK "server logged no protocol error (two devices)"
+fi
+if kill -0 "$CXLMEM_SPID" 2>/dev/null; then
+	tap OK "vcxl-server still running after the unplug and the guest's power-off"
+else
+	tap FAIL "vcxl-server still running after the unplug and the guest's power-off"
+	tail -20 "$slog" | diag
+fi
+spid=$CXLMEM_SPID
+tmp=$CXLMEM_TMP
+cxlmem_stop
+if kill -0 "$spid" 2>/dev/null || [ -e "$tmp" ]; then
+	tap FAIL "no process, socket or temp dir of ours left behind (fw boot)"
+else
+	tap OK "no process, socket or temp dir of ours left behind (fw boot)"
 fi
 echo "# logs: $CXLMEM_LOGDIR"
 echo "1..$n"

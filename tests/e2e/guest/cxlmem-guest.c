@@ -20,7 +20,10 @@
  *
  * Modes: the proof (default), --bench (bandwidth: the committed window,
  * guest RAM, and a QEMU cxl-type3 window when --t3 finds one), --demo (a
- * short narrated run). Output: "STEP <name>: ok|FAIL|skip <detail>",
+ * short narrated run), --fw (two devices of a --firmware-committed server:
+ * decoders committed and locked by the VM's firmware, an overlap refused and
+ * retried when it goes, unplug; "UNPLUG-READY <bdf>" asks the host for
+ * device_del). Output: "STEP <name>: ok|FAIL|skip <detail>",
  * "HOSTCHECK ...", "BENCH <what> <op> <MB/s> <bytes>" and a final
  * "RESULT: <n> ok, <m> failed".
  *
@@ -196,28 +199,43 @@ static void hdm_write(struct dev *d, unsigned reg, uint32_t v)
 	__sync_synchronize();
 }
 
-static int find_pci(unsigned long vendor, unsigned long device, char *bdf, size_t len)
+/* The nth (0-based) vendor:device function in BDF order */
+static int find_pci(unsigned long vendor, unsigned long device, unsigned nth, char *bdf, size_t len)
 {
 	DIR *dir = opendir(SYSFS_PCI);
 	struct dirent *e;
-	char path[PATH_LEN], buf[32];
+	char path[PATH_LEN], buf[32], best[64] = "", floor[64] = "";
 	int found = -ENODEV;
 
 	if (!dir)
 		return -errno;
-	while ((e = readdir(dir)) && found) {
-		if (e->d_name[0] == '.' || strlen(e->d_name) >= len)
-			continue;
-		snprintf(path, sizeof(path), SYSFS_PCI "/%s/vendor", e->d_name);
-		if (read_sysfs(path, buf, sizeof(buf)) || strtoul(buf, NULL, 16) != vendor)
-			continue;
-		snprintf(path, sizeof(path), SYSFS_PCI "/%s/device", e->d_name);
-		if (read_sysfs(path, buf, sizeof(buf)) || strtoul(buf, NULL, 16) != device)
-			continue;
-		memcpy(bdf, e->d_name, strlen(e->d_name) + 1);
-		found = 0;
+	/* nth + 1 passes over the directory, each taking the least BDF above the last */
+	for (unsigned pass = 0; pass <= nth; pass++) {
+		found = -ENODEV;
+		rewinddir(dir);
+		best[0] = 0;
+		while ((e = readdir(dir))) {
+			if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(best) ||
+			    strlen(e->d_name) >= len ||
+			    (floor[0] && strcmp(e->d_name, floor) <= 0) ||
+			    (best[0] && strcmp(e->d_name, best) >= 0))
+				continue;
+			snprintf(path, sizeof(path), SYSFS_PCI "/%s/vendor", e->d_name);
+			if (read_sysfs(path, buf, sizeof(buf)) || strtoul(buf, NULL, 16) != vendor)
+				continue;
+			snprintf(path, sizeof(path), SYSFS_PCI "/%s/device", e->d_name);
+			if (read_sysfs(path, buf, sizeof(buf)) || strtoul(buf, NULL, 16) != device)
+				continue;
+			memcpy(best, e->d_name, strlen(e->d_name) + 1);
+			found = 0;
+		}
+		if (found)
+			break;
+		memcpy(floor, best, sizeof(floor));
 	}
 	closedir(dir);
+	if (!found)
+		memcpy(bdf, best, strlen(best) + 1);
 	return found;
 }
 
@@ -246,7 +264,7 @@ static long host_bridge_uid(const char *bdf)
 
 /* PCIe r6 7.9.6 DVSEC; CXL r3.1 8.1.3 (Device DVSEC), 8.1.9 (Register Locator),
  * 8.2.4 (capability array) and 8.2.4.20 (HDM decoders). */
-static int open_cxl_dev(struct dev *d, unsigned long vendor, unsigned long device)
+static int open_cxl_dev(struct dev *d, unsigned long vendor, unsigned long device, unsigned nth)
 {
 	char path[PATH_LEN];
 	unsigned off = PCIE_EXT_CAP_START, guard = 0, e, len;
@@ -257,7 +275,7 @@ static int open_cxl_dev(struct dev *d, unsigned long vendor, unsigned long devic
 
 	memset(d, 0, sizeof(*d));
 	d->cfg_fd = -1;
-	if (find_pci(vendor, device, d->bdf, sizeof(d->bdf)))
+	if (find_pci(vendor, device, nth, d->bdf, sizeof(d->bdf)))
 		return -ENODEV;
 	snprintf(path, sizeof(path), SYSFS_PCI "/%s/config", d->bdf);
 	d->cfg_fd = open(path, O_RDWR);
@@ -685,7 +703,7 @@ static int setup(struct proof *p, bool verbose)
 	const struct window *win;
 	char err[256] = "";
 	unsigned nw;
-	int rc = open_cxl_dev(&p->d, VCXL_MODEL_VENDOR, VCXL_MODEL_DEVICE);
+	int rc = open_cxl_dev(&p->d, VCXL_MODEL_VENDOR, VCXL_MODEL_DEVICE, 0);
 
 	if (rc) {
 		step("find", 0, "vcxl accelerator %04x:%04x: %s", VCXL_MODEL_VENDOR,
@@ -926,7 +944,7 @@ static volatile uint64_t *t3_window(uint64_t len, char *why, size_t whylen)
 	uint64_t base;
 	uint32_t ctrl;
 
-	if (open_cxl_dev(&t3, QEMU_T3_VENDOR, QEMU_T3_DEVICE)) {
+	if (open_cxl_dev(&t3, QEMU_T3_VENDOR, QEMU_T3_DEVICE, 0)) {
 		snprintf(why, whylen, "no QEMU cxl-type3 (%04x:%04x) in this VM", QEMU_T3_VENDOR,
 			 QEMU_T3_DEVICE);
 		return NULL;
@@ -1019,18 +1037,199 @@ static void run_demo(void)
 	hostcheck(0x10000, WRITE_LEN, pat, true);
 }
 
+/* ---- --fw: firmware-committed regions, overlap retry, unplug ---- */
+
+#define FW_DEVS	   2
+#define FW_OFF	   ((uint64_t)0x10000ull) /* where each device's pattern goes */
+#define FW_PAT0	   0x6677303000000000ull  /* device 0's pattern ("fw00") */
+#define FW_PAT1	   0x6677303100000000ull  /* device 1's */
+#define UNPLUG_S   60			  /* the host's device_del and pciehp's 5 s */
+#define FW_BASE_LO CXL_HDM_DEC_BASE_LO(0)
+
+static void hostcheck_dev(unsigned dev, uint64_t dpa, uint64_t len, uint64_t pattern, bool present)
+{
+	printf("HOSTCHECK mem dev=%u dpa=0x%" PRIx64 " len=0x%" PRIx64 " pattern=0x%016" PRIx64
+	       " expect=%s\n",
+	       dev, dpa, len, pattern, present ? "present" : "absent");
+	fflush(stdout);
+}
+
+/* Two devices of a --firmware-committed server, under one host bridge and
+ * window. What the guest must see (docs/uapi.md "Firmware-committed regions"):
+ * decoder 0 committed and locked by the VM's firmware (the CXL-aware QEMU) at
+ * a base inside the window, over all of the region, before it runs. */
+static void run_fw(bool unplug_only)
+{
+	struct dev d[FW_DEVS];
+	struct window w[CFMWS_MAX];
+	const struct window *win = NULL;
+	uint64_t base[FW_DEVS], size[FW_DEVS];
+	uint32_t ctrl[FW_DEVS];
+	volatile uint64_t *m[FW_DEVS];
+	char err[256] = "";
+	unsigned nw, i;
+	bool good = true;
+
+	for (i = 0; i < FW_DEVS; i++) {
+		int rc = open_cxl_dev(&d[i], VCXL_MODEL_VENDOR, VCXL_MODEL_DEVICE, i);
+
+		if (rc) {
+			step("fw-find", 0, "vcxl accelerator #%u: %s", i, strerror(-rc));
+			return;
+		}
+	}
+	nw = read_windows(w, CFMWS_MAX, err, sizeof(err));
+	win = pick_window(w, nw, d[0].uid);
+	step("fw-find", win && d[0].uid == d[1].uid,
+	     "%s and %s under host bridge _UID %ld/%ld; window [0x%" PRIx64 ", +0x%" PRIx64 ")%s",
+	     d[0].bdf, d[1].bdf, d[0].uid, d[1].uid, win ? win->base : 0, win ? win->size : 0, err);
+	if (!win)
+		return;
+	if (unplug_only) {
+		char path[PATH_LEN];
+		struct stat st;
+		double t0 = now_s();
+
+		snprintf(path, sizeof(path), SYSFS_PCI "/%s", d[1].bdf);
+		printf("UNPLUG-READY %s\n", d[1].bdf);
+		while (now_s() - t0 < UNPLUG_S && !stat(path, &st))
+			sleep_ms(100);
+		sleep_ms(2000);
+		step("unplug", stat(path, &st) != 0, "%s after %.1f s", d[1].bdf, now_s() - t0);
+		return;
+	}
+
+	/* CXL r3.1 8.2.4.20.7: committed, Lock-On-Commit, inside the window */
+	for (i = 0; i < FW_DEVS; i++) {
+		ctrl[i] = hdm_read(&d[i], CXL_HDM_DEC_CTRL(0));
+		base[i] = dec_reg64(&d[i], CXL_HDM_DEC_BASE_LO(0), CXL_HDM_DEC_BASE_HI(0));
+		size[i] = dec_reg64(&d[i], CXL_HDM_DEC_SIZE_LO(0), CXL_HDM_DEC_SIZE_HI(0));
+		good = good && committed(ctrl[i]) && (ctrl[i] & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT) &&
+		       size[i] == d[i].mem_size && base[i] >= win->base &&
+		       base[i] - win->base <= win->size - size[i];
+	}
+	good = good && (base[0] + size[0] <= base[1] || base[1] + size[1] <= base[0]);
+	step("fw-committed", good,
+	     "decoder 0 of each device committed and locked before the guest ran: "
+	     "ctrl 0x%08x [0x%" PRIx64 ", +0x%" PRIx64 "), ctrl 0x%08x [0x%" PRIx64 ", +0x%" PRIx64
+	     ")",
+	     ctrl[0], base[0], size[0], ctrl[1], base[1], size[1]);
+	if (!good)
+		return;
+
+	/* the lock: neither decommit nor a new base takes */
+	hdm_write(&d[0], CXL_HDM_DEC_CTRL(0), ctrl[0] & ~CXL_HDM_DEC_CTRL_COMMIT);
+	hdm_write(&d[0], FW_BASE_LO, (uint32_t)(base[0] + DEC_SIZE));
+	step("fw-locked",
+	     committed(hdm_read(&d[0], CXL_HDM_DEC_CTRL(0))) &&
+		 dec_reg64(&d[0], CXL_HDM_DEC_BASE_LO(0), CXL_HDM_DEC_BASE_HI(0)) == base[0],
+	     "decommit and rebase of a locked decoder ignored: ctrl 0x%08x base 0x%" PRIx64,
+	     hdm_read(&d[0], CXL_HDM_DEC_CTRL(0)),
+	     dec_reg64(&d[0], CXL_HDM_DEC_BASE_LO(0), CXL_HDM_DEC_BASE_HI(0)));
+
+	for (i = 0; i < FW_DEVS; i++) {
+		m[i] = map_phys(base[i], size[i]);
+		if (!m[i]) {
+			step("fw-access", 0, "mmap /dev/mem 0x%" PRIx64 ": %s", base[i],
+			     strerror(errno));
+			return;
+		}
+	}
+	write_pattern(m[0], FW_OFF, FW_PAT0, WRITE_LEN);
+	write_pattern(m[1], FW_OFF, FW_PAT1, WRITE_LEN);
+	{
+		uint64_t n0 = pattern_matches(m[0], FW_OFF, FW_PAT0, WRITE_LEN);
+		uint64_t n1 = pattern_matches(m[1], FW_OFF, FW_PAT1, WRITE_LEN);
+
+		step("fw-access", n0 == WRITE_LEN / 8 && n1 == WRITE_LEN / 8,
+		     "0x%" PRIx64 " bytes written through each firmware window and read back: "
+		     "%" PRIu64 "/%" PRIu64 " and %" PRIu64 "/%" PRIu64 " qwords",
+		     WRITE_LEN, n0, WRITE_LEN / 8, n1, WRITE_LEN / 8);
+	}
+	hostcheck_dev(0, FW_OFF, WRITE_LEN, FW_PAT0, true);
+	hostcheck_dev(1, FW_OFF, WRITE_LEN, FW_PAT1, true);
+
+	/* overlap: device 1, CXL-reset (firmware does not run again), commits at
+	 * device 0's base; QEMU refuses it and device 0's memory stays there */
+	if (cxl_reset(&d[1], err, sizeof(err))) {
+		step("overlap-refused", 0, "CXL reset of %s: %s", d[1].bdf, err);
+		return;
+	}
+	ctrl[1] = hdm_read(&d[1], CXL_HDM_DEC_CTRL(0));
+	if (committed(ctrl[1])) {
+		step("overlap-refused", 0, "decoder 0 of %s still committed after CXL reset",
+		     d[1].bdf);
+		return;
+	}
+	enable_mem(&d[1]);
+	ctrl[1] = commit_decoder(&d[1], 0, base[0], size[1], 0);
+	{
+		uint64_t n0 = pattern_matches(m[0], FW_OFF, FW_PAT0, WRITE_LEN);
+
+		step("overlap-refused", committed(ctrl[1]) && n0 == WRITE_LEN / 8,
+		     "%s decoder 0 committed at 0x%" PRIx64 " (device 0's base, ctrl 0x%08x): "
+		     "not mapped, the window there still reads device 0 (%" PRIu64 "/%" PRIu64
+		     " qwords)",
+		     d[1].bdf, base[0], ctrl[1], n0, WRITE_LEN / 8);
+	}
+
+	/* device 0 lets go (CXL reset: firmware does not run): device 1's decoder,
+	 * refused for the overlap, is mapped now */
+	if (cxl_reset(&d[0], err, sizeof(err))) {
+		step("overlap-retry", 0, "CXL reset of %s: %s", d[0].bdf, err);
+		return;
+	}
+	{
+		uint64_t n1 = pattern_matches(m[0], FW_OFF, FW_PAT1, WRITE_LEN);
+
+		step("overlap-retry",
+		     n1 == WRITE_LEN / 8 && !committed(hdm_read(&d[0], CXL_HDM_DEC_CTRL(0))),
+		     "%s CXL-reset (decoder 0 ctrl 0x%08x): 0x%" PRIx64 " now reads device 1's "
+		     "memory (%" PRIu64 "/%" PRIu64 " qwords of its pattern)",
+		     d[0].bdf, hdm_read(&d[0], CXL_HDM_DEC_CTRL(0)), base[0], n1, WRITE_LEN / 8);
+	}
+
+	/* unplug: the host's device_del (QMP) of device 1; pciehp lets it go */
+	{
+		char path[PATH_LEN];
+		struct stat st;
+		double t0 = now_s();
+		uint64_t n1;
+		bool gone = false;
+
+		snprintf(path, sizeof(path), SYSFS_PCI "/%s", d[1].bdf);
+		printf("UNPLUG-READY %s\n", d[1].bdf);
+		fflush(stdout);
+		while (now_s() - t0 < UNPLUG_S && !gone) {
+			gone = stat(path, &st) != 0;
+			sleep_ms(100);
+		}
+		/* QEMU unrealizes the device after the slot is powered off */
+		sleep_ms(2000);
+		n1 = pattern_matches(m[0], FW_OFF, FW_PAT1, WRITE_LEN);
+		step("unplug", gone && n1 == 0,
+		     "%s %s after %.1f s; 0x%" PRIx64 " reads %" PRIu64 "/%" PRIu64
+		     " qwords of its pattern (the mapping went with it)",
+		     d[1].bdf, gone ? "removed" : "still present", now_s() - t0, base[0], n1,
+		     WRITE_LEN / 8);
+	}
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [--bench [--mib N] [--t3-mib N] [--reps N] | --demo]\n"
+		"usage: %s [--bench [--mib N] [--t3-mib N] [--reps N] | --demo | --fw]\n"
 		"  (default) the CXL.mem proof: commit, read, write, decommit, rebase, DPA skip,\n"
-		"            resets, a base outside every window\n",
+		"            resets, a base outside every window\n"
+		"  --fw      two devices of a --firmware-committed server: committed and locked\n"
+		"            at start, an overlap refused then retried, unplug of the second\n"
+		"  --unplug  two devices: only the unplug of the second (any QEMU)\n",
 		argv0);
 }
 
 int main(int argc, char **argv)
 {
-	enum { PROOF, BENCH, DEMO } mode = PROOF;
+	enum { PROOF, BENCH, DEMO, FW, UNPLUG } mode = PROOF;
 	uint64_t mib = 128, t3_mib = 16;
 	unsigned reps = 9;
 
@@ -1039,6 +1238,10 @@ int main(int argc, char **argv)
 			mode = BENCH;
 		else if (!strcmp(argv[i], "--demo"))
 			mode = DEMO;
+		else if (!strcmp(argv[i], "--fw"))
+			mode = FW;
+		else if (!strcmp(argv[i], "--unplug"))
+			mode = UNPLUG;
 		else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
 			mib = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--t3-mib") && i + 1 < argc)
@@ -1055,6 +1258,8 @@ int main(int argc, char **argv)
 		run_bench(mib ? mib : 1, t3_mib ? t3_mib : 1, reps ? reps : 1);
 	else if (mode == DEMO)
 		run_demo();
+	else if (mode == FW || mode == UNPLUG)
+		run_fw(mode == UNPLUG);
 	else
 		run_proof();
 	printf("RESULT: %u ok, %u failed\n", n_ok, n_fail);
