@@ -102,9 +102,10 @@ struct vcxl_backend_ops {
 	 * false (*never = true: not even then, e.g. /dev/mem). A backend
 	 * without this op is never trusted with fds. */
 	const char *(*fd_unshareable)(void *dev, int fd, bool *never);
-	/* Run the device's timers (a model's deadlines): ms to the next one, -1
-	 * for none. The owner of the device (the vfio-cxl core's poll) calls it
-	 * from its loop. */
+	/* Run the device's timers (a model's deadlines) and one bounded step of
+	 * its background work (a model job): ms to the next deadline, 0 while
+	 * work is left, -1 for none. The owner of the device (the vfio-cxl
+	 * core's poll) calls it from its loop. */
 	int (*poll)(void *dev);
 	/* A new tenant (--on-disconnect reset): the memory object behind the
 	 * HPA range [hpa, hpa + size) that hpa_map gave out is replaced by a

@@ -54,8 +54,9 @@ int vcxl_model_mem_fd(struct vcxl_model *m, int *fd, uint64_t *size);
 void *vcxl_model_mem(struct vcxl_model *m);
 /* Simulate surprise removal: reads all-ones, writes dropped, -ENODEV. */
 void vcxl_model_remove(struct vcxl_model *m);
-/* Advance time-based state (Memory_Active delay, job completion). Called by
- * the event loop; returns the ms until the next deadline or -1 for none. */
+/* Advance time-based state (Memory_Active delay) and the running job by one
+ * step of at most a few MiB. Called by the event loop; returns the ms until
+ * the next deadline, 0 while a job runs, or -1 for none. */
 int vcxl_model_poll(struct vcxl_model *m);
 
 /* Layout facts (tests and self-demo use them; the host core finds them itself). */
@@ -82,7 +83,16 @@ enum vcxl_model_kind vcxl_model_get_kind(const struct vcxl_model *m);
 /* BAR2 size of this model (VCXL_MODEL_BAR2_SIZE or VCXL_MODEL_T3_BAR2_SIZE). */
 uint64_t vcxl_model_bar2_size(const struct vcxl_model *m);
 
-/* Accelerator control registers in BAR2 (the job engine) */
+/* Accelerator control registers in BAR2 (the job engine). One job at a time:
+ * a DOORBELL write of GO latches the JOB_* registers, clears DONE and ERROR and
+ * sets BUSY; the job then runs in steps (the server serves everyone else in
+ * between) and at the end BUSY clears, DONE or ERROR sets, JOBS_DONE counts and,
+ * with ACCEL_JOBF_IRQ, JOB_VECTOR fires. A job that fails its checks (bounds,
+ * flags, vector) ends at once with ERROR. While BUSY, a doorbell is ignored
+ * and JOB_* writes only prepare the next job. An FLR (and so a device reset)
+ * aborts a running job: no completion, no interrupt, device or guest memory
+ * written as far as it got, the registers at reset values; a CXL Reset
+ * (CXL.cache/CXL.mem only) leaves the engine alone. */
 #define ACCEL_REG_ID	      0x00 /* RO: "VCXL" */
 #define ACCEL_REG_VERSION     0x04 /* RO */
 #define ACCEL_REG_JOB_OP      0x08 /* RW: ACCEL_OP_* */
@@ -111,7 +121,7 @@ uint64_t vcxl_model_bar2_size(const struct vcxl_model *m);
 #define ACCEL_JOBF_SRC_HOST    (1u << 0) /* src is a DMA (guest) address */
 #define ACCEL_JOBF_DST_HOST    (1u << 1) /* dst is a DMA (guest) address */
 #define ACCEL_JOBF_IRQ	       (1u << 2) /* raise JOB_VECTOR on completion */
-#define ACCEL_STATUS_BUSY      (1u << 0)
+#define ACCEL_STATUS_BUSY      (1u << 0) /* RO: a job runs */
 #define ACCEL_STATUS_DONE      (1u << 1) /* RW1C */
 #define ACCEL_STATUS_ERROR     (1u << 2) /* RW1C */
 #define ACCEL_DOORBELL_GO      (1u << 0)

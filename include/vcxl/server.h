@@ -213,6 +213,11 @@ bool vcxl_conn_wants_write(const struct vcxl_conn *c);
 /* A request handler waits for this client (server->client DMA): the device's
  * operation is suspended; do not run the device's timers meanwhile. */
 bool vcxl_conn_busy(const struct vcxl_conn *c);
+/* Run the device's timers and background work (ops->poll: a model job's next
+ * step), on the connection's coroutine when that work may wait for this
+ * client's DMA, like a request. The poll's timeout, or -1 while busy (it
+ * waits: vcxl_conn_timeout has the deadline). */
+int vcxl_conn_poll(struct vcxl_conn *c);
 /* ms until that wait's deadline (call vcxl_conn_drain then), -1 for none. */
 int vcxl_conn_timeout(const struct vcxl_conn *c);
 /* True when the connection must be closed (fatal error seen). */

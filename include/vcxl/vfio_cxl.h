@@ -164,7 +164,9 @@ struct vcxl_dev_ops {
 	 * the device's --on-disconnect policy applied. 0 or -errno (the device
 	 * logs it; the next client is served anyway). */
 	int (*client_gone)(void *dev);
-	/* Run device timers; ms to the next deadline or -1 for none. Optional. */
+	/* Run device timers and one bounded step of background work (a model
+	 * job); ms to the next deadline, 0 while work is left, -1 for none.
+	 * Optional. */
 	int (*poll)(void *dev);
 };
 

@@ -512,8 +512,12 @@ int vcxl_model_poll(struct vcxl_model *m)
 {
 	if (m->removed)
 		return -1;
+	/* a running job moves one step per poll: come back at once */
+	bool busy = model_engine_step(m);
 	model_type3_poll(m);
 	model_refresh_ranges(m);
+	if (busy)
+		return 0;
 	uint64_t now = model_now_ms(), due = m->active_t0_ms + m->cfg.active_delay_ms;
 	if (now >= due)
 		return -1;

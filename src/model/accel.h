@@ -25,10 +25,25 @@
 #define MODEL_CTRL_BAR	    2u
 #define MODEL_CDAT_MAX	    256u
 #define MODEL_DMA_CHUNK	    0x10000u
+/* Bytes a job moves per step: the doorbell runs the first step, every
+ * vcxl_model_poll one more, so a job never holds the caller longer than
+ * this much work (a few ms). */
+#define MODEL_JOB_STEP (4u << 20)
 /* Memory_Info_Valid is set at once; CXL reset completes synchronously. */
 #define MODEL_RESET_TMO_ENC 0 /* 10 ms */
 /* Component block storage: only the CXL.cache/mem range (the rest reads 0) */
 #define MODEL_COMP_RF_SIZE CXL_CM_SIZE
+
+/* The job engine's one job, latched at the doorbell (accel_engine.c). */
+struct model_job {
+	uint32_t op, flags;
+	uint64_t src, dst, len, pattern;
+	unsigned vector;
+	uint64_t done; /* bytes moved so far */
+	bool active;   /* STATUS.BUSY */
+	bool backward; /* an overlapping DPA copy upwards: chunks from the end */
+	bool stepping; /* a step is under way (waiting for its DMA) */
+};
 
 /* Device memory: extents of files mapped at their DPA in m->mem (devmem.c) */
 struct model_ext {
@@ -72,6 +87,8 @@ struct vcxl_model {
 	uint64_t active_t0_ms; /* Memory_Active asserts active_delay_ms after this */
 	bool active_latched;   /* Memory_Active reached since active_t0_ms (no clock read) */
 	uint64_t jobs_done;
+	struct model_job job;
+	uint64_t job_gen; /* counts engine resets: a step that waited sees its job aborted */
 
 	vcxl_irq_fn irq_fn;
 	void *irq_opaque;
@@ -124,6 +141,8 @@ void model_type3_poll(struct vcxl_model *m);
 /* accel_engine.c: BAR2 */
 int model_bar2_layout(struct vcxl_model *m);
 void model_engine_reset(struct vcxl_model *m);
+/* Move the running job on by up to MODEL_JOB_STEP bytes: true while it still runs. */
+bool model_engine_step(struct vcxl_model *m);
 void model_msix_update(struct vcxl_model *m);
 /* Raise MSI-X vector v: delivered if enabled and unmasked, else pending in the PBA. */
 void model_msix_raise(struct vcxl_model *m, unsigned v);

@@ -65,10 +65,16 @@ static void msix_table_write(void *opaque, struct vcxl_regfile *rf, uint32_t dw_
 
 /* ---- job engine --------------------------------------------------------- */
 
-struct job {
-	uint32_t op, flags;
-	uint64_t src, dst, len, pattern;
-};
+/*
+ * One job at a time, in steps (include/vcxl/model.h has the register
+ * contract): the doorbell latches the job registers, clears DONE/ERROR, sets
+ * BUSY and runs the first step; each vcxl_model_poll runs one more of at most
+ * MODEL_JOB_STEP bytes, so a job over all device memory never holds the
+ * server's loop for more than one step. At the end BUSY clears, DONE or ERROR
+ * sets, JOBS_DONE counts and the job's MSI-X vector fires. A doorbell while
+ * BUSY is ignored; a reset (FLR, CXL reset, the engine's reset) aborts the job:
+ * no completion, no interrupt, memory as far as it got.
+ */
 
 /* Inside device memory and inside the engine's DPA window. */
 static bool dpa_ok(const struct vcxl_model *m, uint64_t addr, uint64_t len)
@@ -86,114 +92,175 @@ static void pattern_fill(uint8_t *p, size_t n, uint64_t pos, uint64_t pattern)
 		p[i] = (uint8_t)(pattern >> (8 * ((pos + i) % 8)));
 }
 
-static int job_fill(struct vcxl_model *m, const struct job *j)
+/* Bytes [off, off + n) of a FILL. */
+static int fill_piece(struct vcxl_model *m, const struct model_job *j, uint64_t off, uint64_t n)
 {
 	uint8_t buf[MODEL_DMA_CHUNK];
 
 	if (!(j->flags & ACCEL_JOBF_DST_HOST)) {
-		uint8_t *mem;
-		if (!dpa_ok(m, j->dst, j->len) || !(mem = model_mem_map(m)))
+		uint8_t *mem = model_mem_map(m);
+
+		if (!dpa_ok(m, j->dst, j->len) || !mem)
 			return -EINVAL;
 		/* device memory a client may map too: every access guarded */
 		if (j->pattern == 0 || j->pattern == ~0ull)
-			return vcxl_guarded_memset(mem + j->dst, (uint8_t)j->pattern, j->len);
-		/* the chunk is a multiple of 8, so every chunk starts at pattern byte 0 */
-		pattern_fill(buf, sizeof(buf), 0, j->pattern);
-		for (uint64_t i = 0; i < j->len; i += sizeof(buf)) {
-			uint64_t n = j->len - i < sizeof(buf) ? j->len - i : sizeof(buf);
-			if (vcxl_guarded_memcpy(mem + j->dst + i, buf, n))
+			return vcxl_guarded_memset(mem + j->dst + off, (uint8_t)j->pattern, n);
+		/* chunks are multiples of 8: each starts at the same pattern byte */
+		pattern_fill(buf, sizeof(buf), off, j->pattern);
+		for (uint64_t i = 0; i < n; i += sizeof(buf)) {
+			uint64_t k = n - i < sizeof(buf) ? n - i : sizeof(buf);
+			if (vcxl_guarded_memcpy(mem + j->dst + off + i, buf, k))
 				return -EFAULT;
 		}
 		return 0;
 	}
-	if (!m->dma || !m->dma->write || j->len > m->mem_size)
+	if (!m->dma || !m->dma->write)
 		return -EIO;
-	for (uint64_t done = 0; done < j->len;) {
-		size_t n = j->len - done < sizeof(buf) ? (size_t)(j->len - done) : sizeof(buf);
-		pattern_fill(buf, n, done, j->pattern);
-		if (m->dma->write(m->dma_opaque, j->dst + done, buf, n))
+	for (uint64_t i = 0; i < n;) {
+		size_t k = n - i < sizeof(buf) ? (size_t)(n - i) : sizeof(buf);
+		pattern_fill(buf, k, off + i, j->pattern);
+		if (m->dma->write(m->dma_opaque, j->dst + off + i, buf, k))
 			return -EIO;
-		done += n;
+		i += k;
 	}
 	return 0;
 }
 
-/* COPY: either side is device memory (DPA) or a DMA address (SRC_HOST/DST_HOST). */
-static int job_copy(struct vcxl_model *m, const struct job *j)
+/* Bytes [off, off + n) of a COPY: either side device memory (DPA) or a DMA
+ * address (SRC_HOST/DST_HOST). */
+static int copy_piece(struct vcxl_model *m, const struct model_job *j, uint64_t off, uint64_t n)
 {
 	bool sh = j->flags & ACCEL_JOBF_SRC_HOST, dh = j->flags & ACCEL_JOBF_DST_HOST;
+	uint8_t *mem = model_mem_map(m);
 	uint8_t buf[MODEL_DMA_CHUNK];
-	uint8_t *mem = NULL;
 
-	if (j->len > m->mem_size || (!sh && !dpa_ok(m, j->src, j->len)) ||
-	    (!dh && !dpa_ok(m, j->dst, j->len)))
+	if ((!sh && !dpa_ok(m, j->src, j->len)) || (!dh && !dpa_ok(m, j->dst, j->len)))
 		return -EINVAL;
-	if ((sh || dh) && !m->dma)
+	if ((sh && (!m->dma || !m->dma->read)) || (dh && (!m->dma || !m->dma->write)))
 		return -EIO;
-	if ((sh && !m->dma->read) || (dh && !m->dma->write))
-		return -EIO;
-	if ((!sh || !dh) && !(mem = model_mem_map(m)))
+	if ((!sh || !dh) && !mem)
 		return -ENOMEM;
 	if (!sh && !dh)
-		return vcxl_guarded_memmove(mem + j->dst, mem + j->src, j->len);
+		return vcxl_guarded_memmove(mem + j->dst + off, mem + j->src + off, n);
 	/* device memory goes through buf, under the guard (a client may map it) */
-	for (uint64_t done = 0; done < j->len;) {
-		size_t n = j->len - done < sizeof(buf) ? (size_t)(j->len - done) : sizeof(buf);
-		if (!sh && vcxl_guarded_memcpy(buf, mem + j->src + done, n))
+	for (uint64_t i = 0; i < n;) {
+		size_t k = n - i < sizeof(buf) ? (size_t)(n - i) : sizeof(buf);
+		uint64_t s = j->src + off + i, d = j->dst + off + i;
+
+		if (!sh && vcxl_guarded_memcpy(buf, mem + s, k))
 			return -EFAULT;
-		if (sh && m->dma->read(m->dma_opaque, j->src + done, buf, n))
+		if (sh && m->dma->read(m->dma_opaque, s, buf, k))
 			return -EIO;
-		if (!dh && vcxl_guarded_memcpy(mem + j->dst + done, buf, n))
+		if (!dh && vcxl_guarded_memcpy(mem + d, buf, k))
 			return -EFAULT;
-		if (dh && m->dma->write(m->dma_opaque, j->dst + done, buf, n))
+		if (dh && m->dma->write(m->dma_opaque, d, buf, k))
 			return -EIO;
-		done += n;
+		i += k;
 	}
 	return 0;
 }
 
-static int job_run(struct vcxl_model *m, const struct job *j)
+/* 0, or the error a job ends with before it moves a byte. */
+static int job_check(struct vcxl_model *m, const struct model_job *j)
 {
+	bool sh = j->flags & ACCEL_JOBF_SRC_HOST, dh = j->flags & ACCEL_JOBF_DST_HOST;
+
 	if (j->flags & ~JOB_FLAGS_MASK)
+		return -EINVAL;
+	if ((j->flags & ACCEL_JOBF_IRQ) && j->vector >= VCXL_MODEL_MSIX_VECTORS)
 		return -EINVAL;
 	switch (j->op) {
 	case ACCEL_OP_NOP:
 		return 0;
 	case ACCEL_OP_FILL:
-		return j->flags & ACCEL_JOBF_SRC_HOST ? -EINVAL : job_fill(m, j);
+		if (sh)
+			return -EINVAL;
+		if (!dh)
+			return dpa_ok(m, j->dst, j->len) && model_mem_map(m) ? 0 : -EINVAL;
+		return j->len <= m->mem_size && m->dma && m->dma->write ? 0 : -EIO;
 	case ACCEL_OP_COPY:
-		return job_copy(m, j);
+		if (j->len > m->mem_size || (!sh && !dpa_ok(m, j->src, j->len)) ||
+		    (!dh && !dpa_ok(m, j->dst, j->len)))
+			return -EINVAL;
+		if ((sh && (!m->dma || !m->dma->read)) || (dh && (!m->dma || !m->dma->write)))
+			return -EIO;
+		return (!sh || !dh) && !model_mem_map(m) ? -ENOMEM : 0;
 	}
 	return -EINVAL;
 }
 
-/* Doorbell: run the job synchronously, then DONE or ERROR, JOBS_DONE++, optional MSI-X. */
+/* BUSY off, DONE or ERROR on, JOBS_DONE++, the job's vector if it asked for one. */
+static void job_finish(struct vcxl_model *m, const struct model_job *j, int rc)
+{
+	struct vcxl_regfile *rf = &m->bar2rf;
+
+	m->job.active = false;
+	vcxl_rf_update32(rf, ACCEL_REG_STATUS, STATUS_W1C | ACCEL_STATUS_BUSY,
+			 rc ? ACCEL_STATUS_ERROR : ACCEL_STATUS_DONE);
+	m->jobs_done++;
+	vcxl_rf_set32(rf, ACCEL_REG_JOBS_DONE, (uint32_t)m->jobs_done);
+	if ((j->flags & ACCEL_JOBF_IRQ) && j->vector < VCXL_MODEL_MSIX_VECTORS)
+		model_msix_raise(m, j->vector);
+}
+
+bool model_engine_step(struct vcxl_model *m)
+{
+	struct model_job *j = &m->job, cur;
+	uint64_t n, off, gen = m->job_gen;
+	int rc = 0;
+
+	if (!j->active || j->stepping)
+		return j->active;
+	n = j->len - j->done < MODEL_JOB_STEP ? j->len - j->done : MODEL_JOB_STEP;
+	/* an overlapping copy to a higher DPA goes from the end, so no byte is
+	 * overwritten before it is copied */
+	off = j->backward ? j->len - j->done - n : j->done;
+	j->stepping = true;
+	cur = *j;
+	if (n)
+		rc = j->op == ACCEL_OP_FILL ? fill_piece(m, &cur, off, n)
+					    : copy_piece(m, &cur, off, n);
+	/* reset while the step waited for DMA: the job is gone */
+	if (gen != m->job_gen)
+		return false;
+	j->stepping = false;
+	j->done += n;
+	if (!rc && j->done < j->len)
+		return true;
+	job_finish(m, &cur, rc);
+	return false;
+}
+
+/* Doorbell: latch the job and start it (model.h: one job at a time). */
 static void engine_doorbell(void *opaque, struct vcxl_regfile *rf, uint32_t dw_off, uint32_t old,
 			    uint32_t val)
 {
 	struct vcxl_model *m = opaque;
-	struct job j = {
+	struct model_job j = {
 	    .op = vcxl_rf_get32(rf, ACCEL_REG_JOB_OP),
 	    .flags = vcxl_rf_get32(rf, ACCEL_REG_JOB_FLAGS),
 	    .src = vcxl_rf_get64(rf, ACCEL_REG_JOB_SRC),
 	    .dst = vcxl_rf_get64(rf, ACCEL_REG_JOB_DST),
 	    .len = vcxl_rf_get64(rf, ACCEL_REG_JOB_LEN),
 	    .pattern = vcxl_rf_get64(rf, ACCEL_REG_JOB_PATTERN),
+	    .vector = vcxl_rf_get32(rf, ACCEL_REG_JOB_VECTOR),
 	};
-	unsigned vector = vcxl_rf_get32(rf, ACCEL_REG_JOB_VECTOR);
+	int rc;
 
 	vcxl_rf_set32(rf, dw_off, 0);
-	if (!(val & ACCEL_DOORBELL_GO))
+	if (!(val & ACCEL_DOORBELL_GO) || m->job.active)
+		return; /* BUSY: the running job goes on, this doorbell is dropped */
+	rc = job_check(m, &j);
+	if (rc || j.op == ACCEL_OP_NOP) {
+		job_finish(m, &j, rc);
 		return;
-	int rc = job_run(m, &j);
-	if ((j.flags & ACCEL_JOBF_IRQ) && vector >= VCXL_MODEL_MSIX_VECTORS)
-		rc = -EINVAL;
-	vcxl_rf_update32(rf, ACCEL_REG_STATUS, STATUS_W1C | ACCEL_STATUS_BUSY,
-			 rc ? ACCEL_STATUS_ERROR : ACCEL_STATUS_DONE);
-	m->jobs_done++;
-	vcxl_rf_set32(rf, ACCEL_REG_JOBS_DONE, (uint32_t)m->jobs_done);
-	if ((j.flags & ACCEL_JOBF_IRQ) && vector < VCXL_MODEL_MSIX_VECTORS)
-		model_msix_raise(m, vector);
+	}
+	j.backward = j.op == ACCEL_OP_COPY && !(j.flags & ACCEL_JOBF_SRC_HOST) &&
+		     !(j.flags & ACCEL_JOBF_DST_HOST) && j.dst > j.src && j.dst - j.src < j.len;
+	j.active = true;
+	m->job = j;
+	vcxl_rf_update32(rf, ACCEL_REG_STATUS, STATUS_W1C | ACCEL_STATUS_BUSY, ACCEL_STATUS_BUSY);
+	model_engine_step(m);
 }
 
 /* The DPA window registers: the engine takes them as written. */
@@ -290,6 +357,9 @@ void model_engine_reset(struct vcxl_model *m)
 {
 	vcxl_rf_reset(&m->bar2rf);
 	m->jobs_done = 0;
+	/* a running job is aborted: no completion, no interrupt */
+	m->job = (struct model_job){0};
+	m->job_gen++;
 	/* the host's DPA window survives resets (the host set it, not the guest) */
 	if (!model_is_type3(m))
 		dpa_win_load(m);

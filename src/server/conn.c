@@ -82,14 +82,17 @@ struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct
 	return c;
 }
 
-/* The coroutine's body: one request, then back to the loop. */
+/* The coroutine's body: one request (or the device's poll), then back to the loop. */
 static void conn_co_main(void *opaque)
 {
 	struct vcxl_conn *c = opaque;
 	struct vcxl_msg *m = c->co_msg;
 
 	c->co_msg = NULL;
-	conn_handle_request(c, m);
+	if (m)
+		conn_handle_request(c, m);
+	else
+		c->poll_ret = c->ops->poll(c->dev);
 }
 
 /* Continue the suspended handler (its reply came, or the wait ended). */
@@ -149,6 +152,18 @@ static void conn_dispatch(struct vcxl_conn *c, struct vcxl_msg *m)
 	}
 	c->co_msg = m;
 	c->co_busy = !coro_start(c->co, conn_co_main, c);
+}
+
+int vcxl_conn_poll(struct vcxl_conn *c)
+{
+	if (!c->ops->poll || c->co_busy)
+		return -1;
+	if (!conn_may_wait(c) || (!c->co && coro_create(&c->co)))
+		return c->ops->poll(c->dev);
+	c->co_msg = NULL;
+	c->poll_ret = -1;
+	c->co_busy = !coro_start(c->co, conn_co_main, c);
+	return c->co_busy ? -1 : c->poll_ret;
 }
 
 void vcxl_conn_destroy(struct vcxl_conn *c)

@@ -88,7 +88,8 @@ struct vcxl_conn {
 	 * the connection's coroutine; while it waits (co_busy), the client's
 	 * further requests are queued and the loop serves everyone else. */
 	struct coro *co;
-	struct vcxl_msg *co_msg; /* the request it handles */
+	struct vcxl_msg *co_msg; /* the request it handles (NULL: the device's poll) */
+	int poll_ret;		 /* what that poll returned */
 	bool co_busy;
 	uint16_t dma_id, dma_cmd;   /* the one outstanding DMA request */
 	struct vcxl_msg *dma_reply; /* its reply once it came */

@@ -278,9 +278,11 @@ static int loop_service(struct vcxl_loop *l)
 
 	for (unsigned i = 0; i < l->n; i++) {
 		struct loop_dev *d = l->devs[i];
-		/* a device whose operation waits for its client is left alone */
-		bool busy = d->conn && vcxl_conn_busy(d->conn);
-		int t = d->ops->poll && !busy ? d->ops->poll(d->dev) : -1;
+		/* device timers and a bounded step of its background work; a
+		 * device whose operation waits for its client is left alone */
+		int t = d->conn	       ? vcxl_conn_poll(d->conn)
+			: d->ops->poll ? d->ops->poll(d->dev)
+				       : -1;
 
 		timeout = vcxl_min_timeout(timeout, t);
 		if (d->conn) {

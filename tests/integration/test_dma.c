@@ -19,7 +19,7 @@
 
 #define GUEST_IOVA 0x100000000ull
 #define NOFD_IOVA  0x200000000ull
-#define WIN_SIZE   (4u << 20)
+#define WIN_SIZE   (16u << 20)
 #define ACCEL_BAR  2
 static const uint32_t RW = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
 
@@ -133,6 +133,16 @@ static void test_jobs(struct harness *h)
 	ok(vcxl_client_dma_requests(c) >= 2, "client answered %llu DMA requests",
 	   (unsigned long long)vcxl_client_dma_requests(c));
 	ok(h_eventfd_fired(efd, 2000), "completion interrupt after message DMA");
+	/* a job larger than one step: its later steps run from the loop's poll,
+	 * on the coroutine, and still wait for the client's DMA replies */
+	st = run_job(c, ACCEL_OP_FILL, ACCEL_JOBF_DST_HOST | ACCEL_JOBF_IRQ, 0, NOFD_IOVA + 0x1000,
+		     WIN_SIZE - 0x2000, 1);
+	is(st & (ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR), ACCEL_STATUS_DONE,
+	   "a 16 MiB fill into the fd-less window, in steps (DMA_WRITE)");
+	ok(nofd[0x1000] == 0xef && nofd[WIN_SIZE - 0x1001] == 0x01 &&
+	       nofd[WIN_SIZE - 0x1000] == 0 && nofd[0xfff] == 0,
+	   "every byte of it, none beyond");
+	ok(h_eventfd_fired(efd, 2000), "its completion interrupt");
 	st = run_job(c, ACCEL_OP_COPY, ACCEL_JOBF_SRC_HOST, 0x900000000ull, dpa, 0x1000, 0);
 	is(st & (ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR), ACCEL_STATUS_ERROR,
 	   "DMA outside every window: job error");

@@ -10,7 +10,8 @@
  * next) and keep (all of it for a reconnecting client), a neighbour's round
  * trip bounded while device 0 stalls DMA (its job fails at the timeout, or
  * with -ENOBUFS when it floods instead of answering) / floods / holds a full
- * eventfd, and a clean SIGTERM exit.
+ * eventfd or runs a 1 GiB job (in steps: BUSY, a doorbell while BUSY dropped,
+ * a reset aborting it), and a clean SIGTERM exit.
  */
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -647,6 +648,122 @@ static void test_neighbour(struct harness *h)
 	vcxl_client_close(b);
 }
 
+/* Device 0 starts a FILL of len bytes of its memory; the doorbell goes out
+ * without waiting for its reply (recv_doorbell takes it), so a server that
+ * runs the job inside the doorbell is measured too. 0 or -errno. */
+static int start_fill(struct vcxl_client *a, uint64_t len)
+{
+	uint8_t msg[sizeof(struct vfio_user_hdr) + sizeof(struct vfio_user_region_access) + 4];
+	struct vfio_user_hdr hh = {
+	    .msg_id = 0x79, .command = VFIO_USER_REGION_WRITE, .msg_size = sizeof(msg)};
+	struct vfio_user_region_access ra = {.offset = ACCEL_REG_DOORBELL, .region = 2, .count = 4};
+	uint32_t go = ACCEL_DOORBELL_GO;
+
+	if (vcxl_client_write32(a, 2, ACCEL_REG_STATUS, ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR) ||
+	    vcxl_client_write32(a, 2, ACCEL_REG_JOB_OP, ACCEL_OP_FILL) ||
+	    vcxl_client_write32(a, 2, ACCEL_REG_JOB_FLAGS, 0) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_DST, 0) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_LEN, len) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_PATTERN, 0x0123456789abcdefull))
+		return -EIO;
+	memcpy(msg, &hh, sizeof(hh));
+	memcpy(msg + sizeof(hh), &ra, sizeof(ra));
+	memcpy(msg + sizeof(hh) + sizeof(ra), &go, 4);
+	return vcxl_client_send_bytes(a, msg, sizeof(msg), NULL, 0);
+}
+
+/* The doorbell's reply: 0 when it came, without error, within ms. */
+static int recv_doorbell(struct vcxl_client *a, int ms)
+{
+	struct vcxl_client_reply rep;
+	int rc = vcxl_client_recv_reply(a, &rep, ms);
+
+	if (rc)
+		return rc;
+	rc = rep.hdr.msg_id == 0x79 && !(rep.hdr.flags & VFIO_USER_F_ERROR) ? 0 : -EPROTO;
+	vcxl_client_reply_free(&rep);
+	return rc;
+}
+
+/* STATUS once BUSY is gone (0 after ms without that). */
+static uint32_t wait_job(struct vcxl_client *a, int ms)
+{
+	uint32_t st = 0;
+
+	for (int i = 0; i < ms; i++) {
+		if (vcxl_client_read32(a, 2, ACCEL_REG_STATUS, &st))
+			return 0;
+		if (!(st & ACCEL_STATUS_BUSY))
+			return st;
+		h_sleep_ms(1);
+	}
+	return 0;
+}
+
+/* A slow device operation never holds the loop: device 0's job over all of
+ * its 1 GiB runs in steps (BUSY meanwhile) while device 1's round trips stay
+ * short; a doorbell while BUSY is dropped, a reset aborts the job. Before the
+ * steps a 1 GiB FILL held device 1 for 300-600 ms (make bench). */
+static void test_slow_job(int argc, char **argv)
+{
+	struct harness g = {0};
+	const char *args[] = {"--devices", "2", "--mem-size", "1G", NULL};
+	const uint64_t len = 1ull << 30;
+	char s0[160], s1[160];
+	struct vcxl_client *a, *b;
+	uint32_t st = 0, n = 0;
+	uint64_t q = 0;
+	double w;
+
+	if (!ok(h_start(&g, h_server_bin(argc, argv), 0, args) == 0,
+		"vcxl-server --devices 2 --mem-size 1G started")) {
+		h_cleanup(&g);
+		return;
+	}
+	h_dev_sock(&g, 0, s0, sizeof(s0));
+	h_dev_sock(&g, 1, s1, sizeof(s1));
+	if (h_wait_socket(s1, 5000) || vcxl_client_connect(s0, &a) || vcxl_client_connect(s1, &b)) {
+		ok(0, "slow job: connect");
+		h_stop(&g);
+		h_cleanup(&g);
+		return;
+	}
+	is(start_fill(a, len), 0, "device 0: doorbell of a 1 GiB FILL sent");
+	w = neighbour_worst_ms(b, 300);
+	ok(w >= 0 && w < 200, "device 1 served while device 0 fills 1 GiB: worst %.1f ms", w);
+	is(recv_doorbell(a, 30000), 0, "the doorbell answered");
+	if (vcxl_client_read32(a, 2, ACCEL_REG_STATUS, &st))
+		st = ~0u;
+	is(st, ACCEL_STATUS_BUSY, "its STATUS reads BUSY while the job runs");
+	/* a second doorbell while BUSY (a NOP) is dropped: one job completes */
+	vcxl_client_write32(a, 2, ACCEL_REG_JOB_OP, ACCEL_OP_NOP);
+	vcxl_client_write32(a, 2, ACCEL_REG_DOORBELL, ACCEL_DOORBELL_GO);
+	st = wait_job(a, 30000);
+	is(st, ACCEL_STATUS_DONE, "the job ends DONE, BUSY clear (0x%x)", st);
+	if (vcxl_client_read32(a, 2, ACCEL_REG_JOBS_DONE, &n))
+		n = ~0u;
+	is(n, 1, "JOBS_DONE 1: the doorbell while BUSY was dropped");
+	ok(vcxl_client_read64(a, 2, ACCEL_REG_JOB_LEN, &q) == 0 && q == len,
+	   "the JOB_* registers as the guest left them");
+	/* a reset mid-job aborts it: no completion */
+	is(start_fill(a, len), 0, "a second 1 GiB FILL started");
+	is(recv_doorbell(a, 30000), 0, "its doorbell answered");
+	is(vcxl_client_reset(a), 0, "DEVICE_RESET while it runs");
+	h_sleep_ms(100);
+	if (vcxl_client_read32(a, 2, ACCEL_REG_STATUS, &st))
+		st = ~0u;
+	is(st, 0, "after the reset: STATUS 0, the job aborted");
+	if (vcxl_client_read32(a, 2, ACCEL_REG_JOBS_DONE, &n))
+		n = ~0u;
+	is(n, 0, "JOBS_DONE 0: no completion after the reset");
+	vcxl_client_close(a);
+	vcxl_client_close(b);
+	is(h_stop(&g), 0, "1 GiB server: SIGTERM, exit 0");
+	if (tap_failed)
+		h_dump_log(&g);
+	h_cleanup(&g);
+}
+
 int main(int argc, char **argv)
 {
 	struct harness h = {.cli = h_cli_bin(argc, argv)};
@@ -669,6 +786,7 @@ int main(int argc, char **argv)
 	test_eventfds(&h);
 	test_on_disconnect(&h, argc, argv);
 	test_neighbour(&h);
+	test_slow_job(argc, argv);
 	is(h_stop(&h), 0, "SIGTERM: exit 0");
 	ok(access(s0, F_OK) != 0 && access(s1, F_OK) != 0, "both sockets removed");
 	if (tap_failed)

@@ -568,6 +568,86 @@ static void test_engine(void)
 	vcxl_model_destroy(m);
 }
 
+/* Poll until BUSY clears: the number of polls, or -1 after too many. */
+static int poll_job(struct vcxl_model *m)
+{
+	for (int n = 0; n < 10000; n++) {
+		int t;
+
+		if (!(br(2, ACCEL_REG_STATUS, 4) & ACCEL_STATUS_BUSY))
+			return n;
+		t = vcxl_model_poll(m);
+		/* a running job asks to be polled again at once */
+		if (t != 0 && (br(2, ACCEL_REG_STATUS, 4) & ACCEL_STATUS_BUSY))
+			return -1;
+	}
+	return -1;
+}
+
+/* Large jobs run in steps: BUSY until the last one, the interrupt only then,
+ * a doorbell while BUSY dropped, an overlapping copy exact across steps, a
+ * reset aborting the job. */
+static void test_engine_steps(void)
+{
+	const uint64_t big = 64ull << 20, ov = 24ull << 20;
+	struct vcxl_model *m = mk(NULL);
+	uint8_t *mem = vcxl_model_mem(m);
+	struct irqlog log = {0};
+	uint32_t st;
+	int n;
+
+	be->ops->set_irq_handler(be->dev, on_irq, &log);
+	cw(0x80 + PCI_MSIX_FLAGS, 2, PCI_MSIX_FLAGS_ENABLE);
+	bw(2, VCXL_MODEL_MSIX_TABLE + 16 + 12, 4, 0); /* vector 1 unmasked */
+	bw(2, ACCEL_REG_JOB_VECTOR, 4, 1);
+	st = job(ACCEL_OP_FILL, ACCEL_JOBF_IRQ, 0, 0x1000, big, 0x0807060504030201ull);
+	is(st, ACCEL_STATUS_BUSY, "64 MiB fill: BUSY after the doorbell");
+	is(log.n, 0, "no interrupt yet");
+	ok(mem[0x1000] == 1 && mem[0x1000 + big - 1] == 0, "the first step done, not the last");
+	/* dropped: a doorbell while BUSY, whatever the registers say */
+	bw(2, ACCEL_REG_JOB_OP, 4, ACCEL_OP_NOP);
+	bw(2, ACCEL_REG_DOORBELL, 4, ACCEL_DOORBELL_GO);
+	is(br(2, ACCEL_REG_STATUS, 4), ACCEL_STATUS_BUSY, "doorbell while BUSY: still BUSY");
+	n = poll_job(m);
+	ok(n > 1, "done after %d polls", n);
+	is(br(2, ACCEL_REG_STATUS, 4), ACCEL_STATUS_DONE, "then DONE");
+	ok(log.n == 1 && log.last == 1, "one completion interrupt, at the end");
+	is(br(2, ACCEL_REG_JOBS_DONE, 4), 1, "JOBS_DONE 1: the second doorbell was dropped");
+	ok(mem[0x1000 + big - 1] == 8 && mem[0x1000 + big] == 0 && mem[0xfff] == 0 &&
+	       mem[0x1000 + (5u << 20) + 3] == 4,
+	   "fill: pattern exact across steps and bounds");
+	/* an overlapping copy upwards over several steps is a memmove */
+	for (uint64_t i = 0; i < ov; i += 4096)
+		mem[0x1000 + i] = (uint8_t)(i >> 12);
+	job(ACCEL_OP_COPY, 0, 0x1000, 0x1000 + (3u << 20) + 8, ov, 0);
+	poll_job(m);
+	st = (uint32_t)br(2, ACCEL_REG_STATUS, 4);
+	n = 0;
+	for (uint64_t i = 0; i < ov; i += 4096)
+		n += mem[0x1000 + (3u << 20) + 8 + i] != (uint8_t)(i >> 12);
+	ok(st == ACCEL_STATUS_DONE && n == 0, "overlapping copy up: exact (%d pages wrong)", n);
+	job(ACCEL_OP_COPY, 0, 0x1000 + (3u << 20) + 8, 0x1000, ov, 0);
+	poll_job(m);
+	n = 0;
+	for (uint64_t i = 0; i < ov; i += 4096)
+		n += mem[0x1000 + i] != (uint8_t)(i >> 12);
+	is(n, 0, "overlapping copy down: exact");
+	/* FLR mid-job: aborted, no completion, no interrupt, nothing more written */
+	log.n = 0;
+	memset(mem + big, 0, 4096);
+	bw(2, ACCEL_REG_JOB_VECTOR, 4, 1);
+	st = job(ACCEL_OP_FILL, ACCEL_JOBF_IRQ, 0, 0, 2 * big, 0x5a5a5a5a5a5a5a5aull);
+	is(st, ACCEL_STATUS_BUSY, "a 128 MiB fill runs");
+	be->ops->reset(be->dev, VCXL_RESET_FLR);
+	is(br(2, ACCEL_REG_STATUS, 4), 0, "FLR: STATUS 0");
+	for (int i = 0; i < 40; i++)
+		vcxl_model_poll(m);
+	ok(br(2, ACCEL_REG_STATUS, 4) == 0 && br(2, ACCEL_REG_JOBS_DONE, 4) == 0 && log.n == 0,
+	   "the job aborted: no completion, no interrupt after polls");
+	is(mem[big], 0, "nothing written after the FLR");
+	vcxl_model_destroy(m);
+}
+
 static void test_remove(void)
 {
 	struct vcxl_model *m = mk(NULL);
@@ -600,6 +680,7 @@ int main(void)
 	test_cxl_reset();
 	test_flr();
 	test_engine();
+	test_engine_steps();
 	test_remove();
 	return done();
 }
