@@ -6,10 +6,15 @@
  * deterministic), with the event loop's service cycle (message batch, device
  * timers, queued requests) run until the stream ends.
  *
- * Input: [n] [fd map: n bytes] [stream]. Map byte i describes the fds that
- * arrive with the first byte of message i of the stream (messages found by
- * walking msg_size): bits 0-2 count, bit 3 kind (0 memfd, 1 eventfd), bits
- * 4-6 memfd size class (4 KiB << 2 * class, sparse).
+ * Input: [m] [fd map: n bytes] [stream], n = m % 33. Map byte i describes
+ * the fds that arrive with the first byte of message i of the stream
+ * (messages found by walking msg_size): bits 0-2 count, bit 3 kind (0 memfd,
+ * 1 eventfd), bits 4-6 memfd size class (4 KiB << 2 * class, sparse).
+ * m / 33 (0-7) picks the transport: 0 takes every byte at once; 1-7 one that
+ * blocks like a full socket (sends refused with EAGAIN or taken in part,
+ * reads short or EAGAIN), more often the higher it is, from a generator
+ * seeded by the input, so the server's output queue, partial frames and the
+ * coroutine's waits with queued requests all run.
  *
  * Every fd the server sends (region and BAR fds) is used as a hostile
  * client would: written at its first and last byte through a mapping,
@@ -18,7 +23,12 @@
  *
  * Checked after every batch and at the end: no crash, ASan/UBSan clean, no
  * host-owned register or out-of-region device memory changed (fuzz_dev.h),
- * every reply well-formed; after the connection is gone: no fd left open and
+ * every reply well-formed, and exactly one reply per request: the server
+ * handles the stream's commands in order (its msgs counter says how many),
+ * so its replies, in order, are those commands' (msg_id, command) but for
+ * NO_REPLY ones: no reply to a reply, no id the client never sent, none
+ * twice, none missing (but the one a handler still waits on when the
+ * stream ends); after the connection is gone: no fd left open and
  * (libFuzzer's -detect_leaks) no memory leaked.
  */
 #include <fcntl.h>
@@ -154,23 +164,87 @@ static void fz_abuse_fd(void *opaque, int fd)
 		fz_fail("an fd the server sent could be write-sealed");
 }
 
-/* Every message the server sent is a well-formed reply or a DMA request. */
-static void fz_check_output(const struct vcxl_bufio *b, uint64_t *replies)
+/* The commands of the client's stream, in order, as the server frames them. */
+#define FZ_MAX_CMDS 8192
+struct fz_oracle {
+	struct {
+		uint16_t id, cmd;
+		bool reply; /* not NO_REPLY */
+	} cmd[FZ_MAX_CMDS];
+	unsigned ncmd;
+	unsigned next; /* commands answered (or NO_REPLY) so far */
+	uint64_t replies;
+};
+
+static void fz_oracle_init(struct fz_oracle *o, const uint8_t *s, size_t len)
 {
 	size_t pos = 0;
 
-	while (pos < b->out_len) {
+	o->ncmd = o->next = 0;
+	o->replies = 0;
+	while (len - pos >= sizeof(struct vfio_user_hdr) && o->ncmd < FZ_MAX_CMDS) {
 		struct vfio_user_hdr h;
 		uint32_t type;
 
-		if (b->out_len - pos < sizeof(h))
-			fz_fail("server output ends in a partial header (%zu bytes)",
-				b->out_len - pos);
+		memcpy(&h, s + pos, sizeof(h));
+		type = h.flags & VFIO_USER_F_TYPE_MASK;
+		/* framing.c closes the stream at these: nothing after them is read */
+		if (h.msg_size < sizeof(h) || h.msg_size > VCXL_SRV_MAX_XFER + VCXL_SRV_MSG_SLACK ||
+		    (type != VFIO_USER_F_TYPE_CMD && type != VFIO_USER_F_TYPE_REPLY))
+			break;
+		if (type == VFIO_USER_F_TYPE_CMD) {
+			o->cmd[o->ncmd].id = h.msg_id;
+			o->cmd[o->ncmd].cmd = h.command;
+			o->cmd[o->ncmd].reply = !(h.flags & VFIO_USER_F_NO_REPLY);
+			o->ncmd++;
+		}
+		if (h.msg_size > len - pos)
+			break;
+		pos += h.msg_size;
+	}
+}
+
+/* Skip the NO_REPLY commands among the first `handled`. */
+static void fz_oracle_skip(struct fz_oracle *o, unsigned handled)
+{
+	while (o->next < handled && o->next < o->ncmd && !o->cmd[o->next].reply)
+		o->next++;
+}
+
+/* A reply the server sent: the next command's, which it has handled. */
+static void fz_oracle_reply(struct fz_oracle *o, const struct vfio_user_hdr *h, unsigned handled)
+{
+	fz_oracle_skip(o, handled);
+	if (o->ncmd == FZ_MAX_CMDS && o->next >= o->ncmd)
+		return; /* a stream longer than the oracle looks */
+	if (o->next >= handled || o->next >= o->ncmd)
+		fz_fail("reply id %u command %u to no request: %u commands handled, all answered",
+			h->msg_id, h->command, handled);
+	if (o->cmd[o->next].id != h->msg_id || o->cmd[o->next].cmd != h->command)
+		fz_fail(
+		    "reply id %u command %u where command %u's reply (id %u command %u) was due",
+		    h->msg_id, h->command, o->next, o->cmd[o->next].id, o->cmd[o->next].cmd);
+	o->next++;
+	o->replies++;
+}
+
+/* Every message the server sent is a well-formed reply or a DMA request, and
+ * every reply is the oracle's next. Complete messages are consumed; a partial
+ * one (a short send) stays for the next call. */
+static void fz_check_output(struct vcxl_bufio *b, struct fz_oracle *o, unsigned handled)
+{
+	size_t pos = 0;
+
+	while (b->out_len - pos >= sizeof(struct vfio_user_hdr)) {
+		struct vfio_user_hdr h;
+		uint32_t type;
+
 		memcpy(&h, b->out + pos, sizeof(h));
 		type = h.flags & VFIO_USER_F_TYPE_MASK;
-		if (h.msg_size < sizeof(h) || h.msg_size > b->out_len - pos)
-			fz_fail("server message msg_size %u with %zu bytes left", h.msg_size,
-				b->out_len - pos);
+		if (h.msg_size < sizeof(h) || h.msg_size > VCXL_SRV_MAX_XFER + VCXL_SRV_MSG_SLACK)
+			fz_fail("server message msg_size %u", h.msg_size);
+		if (h.msg_size > b->out_len - pos)
+			break; /* the rest comes with the next send */
 		if (h.flags & ~VFIO_USER_F_KNOWN)
 			fz_fail("server message flags 0x%x", h.flags);
 		if (type == VFIO_USER_F_TYPE_REPLY) {
@@ -179,50 +253,144 @@ static void fz_check_output(const struct vcxl_bufio *b, uint64_t *replies)
 					h.msg_size);
 			if (!(h.flags & VFIO_USER_F_ERROR) && h.error)
 				fz_fail("success reply with error %u", h.error);
-			(*replies)++;
+			fz_oracle_reply(o, &h, handled);
 		} else if (type != VFIO_USER_F_TYPE_CMD ||
 			   (h.command != VFIO_USER_DMA_READ && h.command != VFIO_USER_DMA_WRITE)) {
 			fz_fail("server sent type %u command %u", type, h.command);
 		}
 		pos += h.msg_size;
 	}
+	/* the client consumed the complete messages */
+	memmove(b->out, b->out + pos, b->out_len - pos);
+	b->out_len -= pos;
+}
+
+/* ---- a transport that blocks ------------------------------------------------ */
+
+struct fz_io {
+	struct vcxl_bufio b;
+	uint64_t rng;
+	unsigned level; /* 0: never blocks; 1-7: how often */
+};
+
+static unsigned fz_rand(struct fz_io *x, unsigned n)
+{
+	x->rng ^= x->rng << 13;
+	x->rng ^= x->rng >> 7;
+	x->rng ^= x->rng << 17;
+	return (unsigned)(x->rng % n);
+}
+
+/* A full socket: EAGAIN, or part of the message (fds go with its first byte). */
+static ssize_t fz_io_send(void *io, const struct iovec *iov, int iovcnt, const int *fds,
+			  unsigned nfds)
+{
+	struct fz_io *x = io;
+	struct iovec part[8];
+	size_t total = 0, want;
+	int n = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (!x->level || total < 2 || iovcnt > 8 || fz_rand(x, 16) >= 2 * x->level)
+		return vcxl_buf_io_ops.send(&x->b, iov, iovcnt, fds, nfds);
+	if (fz_rand(x, 2))
+		return -EAGAIN;
+	want = 1 + fz_rand(x, (unsigned)(total - 1 < 1u << 20 ? total - 1 : 1u << 20));
+	for (int i = 0; i < iovcnt && want; i++) {
+		size_t k = iov[i].iov_len < want ? iov[i].iov_len : want;
+
+		part[n].iov_base = iov[i].iov_base;
+		part[n++].iov_len = k;
+		want -= k;
+	}
+	return vcxl_buf_io_ops.send(&x->b, part, n, fds, nfds);
+}
+
+/* Short reads and EAGAIN, as bytes trickle in. */
+static ssize_t fz_io_recv(void *io, void *buf, size_t len, int *fds, unsigned maxfds,
+			  unsigned *nfds, bool *ctrunc)
+{
+	struct fz_io *x = io;
+
+	if (x->level && len > 1 && fz_rand(x, 16) < 2 * x->level) {
+		if (!fz_rand(x, 4))
+			return -EAGAIN;
+		len = 1 + fz_rand(x, (unsigned)(len - 1 < 65536 ? len - 1 : 65536));
+	}
+	return vcxl_buf_io_ops.recv(&x->b, buf, len, fds, maxfds, nfds, ctrunc);
+}
+
+static int fz_io_wait(void *io, bool for_write, int timeout_ms)
+{
+	struct fz_io *x = io;
+
+	return vcxl_buf_io_ops.wait(&x->b, for_write, timeout_ms);
+}
+
+static const struct vcxl_io_ops fz_io_ops = {
+    .send = fz_io_send,
+    .recv = fz_io_recv,
+    .wait = fz_io_wait,
+};
+
+static unsigned fz_handled(const struct vcxl_conn *c)
+{
+	struct vcxl_conn_stats st;
+
+	vcxl_conn_get_stats(c, &st);
+	return (unsigned)st.msgs;
 }
 
 /* The loop's service cycle (src/server/loop.c), on a buffer. */
-static void fz_serve(struct fz_dev *f, struct vcxl_conn *c, struct vcxl_bufio *b)
+static void fz_serve(struct fz_dev *f, struct vcxl_conn *c, struct fz_io *x, struct fz_oracle *o)
 {
-	uint64_t replies = 0;
-	struct vcxl_conn_stats st;
+	unsigned handled, slack;
 
 	for (int i = 0; i < FZ_MAX_ITERS && !vcxl_conn_dead(c); i++) {
 		int rc = vcxl_conn_on_readable(c);
 
 		if (!rc)
-			vcxl_vdev_ops.poll(f->vdev);
+			vcxl_conn_poll(c);
 		if (!rc)
 			rc = vcxl_conn_drain(c);
 		if (!rc && vcxl_conn_wants_write(c))
 			rc = vcxl_conn_on_writable(c);
-		fz_check_output(b, &replies);
-		b->out_len = 0; /* the client consumed the output */
+		fz_check_output(&x->b, o, fz_handled(c));
 		fz_check_host(f, "after a message batch", false);
 		if (rc < 0)
 			break;
 	}
-	vcxl_conn_get_stats(c, &st);
-	if (replies > st.msgs)
-		fz_fail("%llu replies to %llu messages", (unsigned long long)replies,
-			(unsigned long long)st.msgs);
+	/* what is still queued goes out (a client that still reads) */
+	x->level = 0;
+	for (int i = 0; i < FZ_MAX_ITERS && vcxl_conn_wants_write(c); i++)
+		if (vcxl_conn_on_writable(c) && vcxl_conn_wants_write(c) && !vcxl_conn_dead(c))
+			break;
+	handled = fz_handled(c);
+	fz_check_output(&x->b, o, handled);
+	fz_oracle_skip(o, handled);
+	/* every handled command answered, but one whose handler still waits for
+	 * DMA, and the one whose reply a fault ended the connection on */
+	slack = vcxl_conn_busy(c) ? 1u : 0u;
+	if (vcxl_conn_dead(c)) {
+		int err = vcxl_conn_drain(c); /* the connection's error */
+
+		slack += err != -ECONNRESET && err != -EPROTO;
+	}
+	if (o->next + slack < handled && o->ncmd < FZ_MAX_CMDS)
+		fz_fail("%u commands handled, %u answered or NO_REPLY", handled, o->next);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int fds_at_start;
 	struct vcxl_conn_cfg cfg = {.name = "fuzz"};
-	struct vcxl_bufio b;
+	static struct fz_oracle o;
+	struct fz_io x;
 	struct vcxl_conn *c;
 	struct fz_dev f;
 	unsigned n;
+	uint64_t seed = 0xcbf29ce484222325ull;
 
 	if (size < 1)
 		return 0;
@@ -235,15 +403,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = (unsigned)(size - 1);
 	if (fz_dev_open(&f, VCXL_COMP_AT_START, 0))
 		fz_fail("device setup failed");
-	vcxl_bufio_init(&b, data + 1 + n, size - 1 - n);
-	b.on_fd = fz_abuse_fd;
-	fz_attach_fds(&b, data + 1, n, data + 1 + n, size - 1 - n);
-	c = vcxl_conn_create(&cfg, &vcxl_vdev_ops, f.vdev, &vcxl_buf_io_ops, &b);
+	vcxl_bufio_init(&x.b, data + 1 + n, size - 1 - n);
+	x.level = data[0] / (FZ_MAP_MAX + 1);
+	for (size_t i = 0; i < size; i++) /* FNV-1a: the schedule follows the input */
+		seed = (seed ^ data[i]) * 0x100000001b3ull;
+	x.rng = seed | 1;
+	x.b.on_fd = fz_abuse_fd;
+	fz_attach_fds(&x.b, data + 1, n, data + 1 + n, size - 1 - n);
+	fz_oracle_init(&o, data + 1 + n, size - 1 - n);
+	c = vcxl_conn_create(&cfg, &vcxl_vdev_ops, f.vdev, &fz_io_ops, &x);
 	if (!c)
 		fz_fail("vcxl_conn_create failed");
-	fz_serve(&f, c, &b);
+	fz_serve(&f, c, &x, &o);
 	vcxl_conn_destroy(c);
-	vcxl_bufio_fini(&b);
+	vcxl_bufio_fini(&x.b);
 	fz_check_host(&f, "after the client went away", true);
 	fz_dev_close(&f);
 	/* a new tenant's old memory objects are closed on a thread (release.h) */

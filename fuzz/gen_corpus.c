@@ -192,14 +192,20 @@ static void write_file(const char *harness, const char *name, const void *a, siz
 	seeds++;
 }
 
-static void s_save(struct stream *s, const char *name)
+/* level: the harness's transport, 0 (takes everything) to 7 (blocks most) */
+static void s_save_level(struct stream *s, const char *name, unsigned level)
 {
 	uint8_t head[1 + MAP_MAX];
 	unsigned n = s->nmsg < MAP_MAX ? s->nmsg : MAP_MAX;
 
-	head[0] = (uint8_t)n;
+	head[0] = (uint8_t)(n + (MAP_MAX + 1) * level);
 	memcpy(head + 1, s->map, n);
 	write_file("vfio_user", name, head, 1 + n, s->buf, s->len);
+}
+
+static void s_save(struct stream *s, const char *name)
+{
+	s_save_level(s, name, 0);
 }
 
 /* ---- vfio_user seeds ---------------------------------------------------- */
@@ -319,6 +325,7 @@ static void seed_job_memfd(void)
 	s_job(&s, ACCEL_OP_COPY, ACCEL_JOBF_DST_HOST, 0x1000, GUEST_IOVA + 0x10000, 0x2000, 0);
 	s_read(&s, ACCEL_BAR, ACCEL_REG_JOBS_DONE, 4);
 	s_save(&s, "job-memfd");
+	s_save_level(&s, "blocking-job-memfd", 6);
 }
 
 /* Device DMA through DMA_READ / DMA_WRITE (QEMU 10.x layout); the client's
@@ -340,6 +347,8 @@ static void seed_job_nofd(void)
 	s_reply(&s, 1, VFIO_USER_DMA_WRITE, NULL, 0);
 	s_read(&s, ACCEL_BAR, ACCEL_REG_STATUS, 4);
 	s_save(&s, "job-nofd");
+	/* the same through a transport that blocks: partial sends, short reads */
+	s_save_level(&s, "blocking-job-nofd", 7);
 }
 
 static void seed_write_multi(void)
