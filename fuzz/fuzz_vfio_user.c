@@ -261,8 +261,10 @@ static void fz_check_output(struct vcxl_bufio *b, struct fz_oracle *o, unsigned 
 		pos += h.msg_size;
 	}
 	/* the client consumed the complete messages */
-	memmove(b->out, b->out + pos, b->out_len - pos);
-	b->out_len -= pos;
+	if (pos) {
+		memmove(b->out, b->out + pos, b->out_len - pos);
+		b->out_len -= pos;
+	}
 }
 
 /* ---- a transport that blocks ------------------------------------------------ */

@@ -55,10 +55,21 @@ enum vcxl_irq_type {
 	VCXL_IRQ_MSIX = 2,
 };
 
-/* Device-initiated DMA into the client's memory (installed by the server). */
+/* Device-initiated DMA into the client's memory, and the server's help for
+ * slow device operations (installed by the server). */
 struct vcxl_dma_ops {
 	int (*read)(void *opaque, uint64_t iova, void *buf, size_t len);
 	int (*write)(void *opaque, uint64_t iova, const void *buf, size_t len);
+	/* Optional (NULL: call fn in place). Run fn(arg), which may block (an
+	 * ioctl that waits for the hardware, a reset's settle time), without
+	 * holding the server's loop: fn runs on a worker thread while the
+	 * operation that called this waits and the loop serves everyone else;
+	 * this device gets no other call meanwhile, so fn may touch it (and
+	 * nothing else). Returns fn's result. */
+	int (*run_blocking)(void *opaque, int (*fn)(void *arg), void *arg);
+	/* Optional: between two bounded steps of a long operation (a scrub),
+	 * let the loop serve everyone else once. */
+	void (*pause)(void *opaque);
 };
 
 /* Raise interrupt `vector` of `type` (installed by the server). */

@@ -193,10 +193,18 @@ struct vcxl_conn_stats {
 };
 
 /* Bind a connected client to a device. Installs DMA ops and the IRQ handler
- * on the device; destroy removes them and calls ops->client_gone if the
+ * on the device; closing removes them and calls ops->client_gone if the
  * client negotiated VERSION (before that it could see or change nothing). */
 struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct vcxl_dev_ops *ops,
 				   void *dev, const struct vcxl_io_ops *io, void *io_opaque);
+/* The client is gone (its fd may be closed now): drop what was its, then
+ * make the device ready for the next one (client_gone) on the coroutine, in
+ * steps that let the loop serve other devices. true once that is done;
+ * false: call vcxl_conn_close_step every turn (vcxl_conn_timeout says
+ * when) until it returns true, then vcxl_conn_destroy. */
+bool vcxl_conn_close(struct vcxl_conn *c);
+bool vcxl_conn_close_step(struct vcxl_conn *c);
+/* Free it; what is left of closing runs first, in place (blocking). */
 void vcxl_conn_destroy(struct vcxl_conn *c);
 /* Socket readable: receive and handle messages (bounded batch). 0 to keep
  * the connection, -errno (EOF = -ECONNRESET, broken stream = -EPROTO) to

@@ -499,9 +499,11 @@ static uint64_t cxl_reset_tmo_ns(unsigned enc)
 	return ns;
 }
 
-/* CXL r3.1 9.7: Initiate CXL Reset (Control2), wait for Status2 */
-static int cxl_reset(struct vcxl_hw_vfio *v)
+/* CXL r3.1 9.7: Initiate CXL Reset (Control2), wait for Status2 (up to the
+ * Reset Timeout: 10 ms to 100 s; on a worker thread, see hw_blocking) */
+static int cxl_reset(void *arg)
 {
+	struct vcxl_hw_vfio *v = arg;
 	uint64_t cap, ctrl2, st2;
 	int rc;
 
@@ -534,16 +536,33 @@ static int cxl_reset(struct vcxl_hw_vfio *v)
 	}
 }
 
+/* vfio-pci picks FLR, PM or bus reset and saves/restores config; the ioctl
+ * returns after the reset's waits (PCIe r6 6.6.2: 100 ms after an FLR) */
+static int flr(void *arg)
+{
+	struct vcxl_hw_vfio *v = arg;
+
+	return ioctl(v->dev_fd, VFIO_DEVICE_RESET) ? -errno : 0;
+}
+
+/* A reset waits for the hardware: through the server's run_blocking (a worker
+ * thread while the loop serves every other device), in place without it. */
+static int hw_blocking(struct vcxl_hw_vfio *v, int (*fn)(void *arg))
+{
+	if (v->dma && v->dma->run_blocking)
+		return v->dma->run_blocking(v->dma_opaque, fn, v);
+	return fn(v);
+}
+
 static int h_reset(void *dev, enum vcxl_reset_kind kind)
 {
 	struct vcxl_hw_vfio *v = dev;
 
 	switch (kind) {
 	case VCXL_RESET_FLR:
-		/* vfio-pci picks FLR, PM or bus reset and saves/restores config */
-		return ioctl(v->dev_fd, VFIO_DEVICE_RESET) ? -errno : 0;
+		return hw_blocking(v, flr);
 	case VCXL_RESET_CXL:
-		return cxl_reset(v);
+		return hw_blocking(v, cxl_reset);
 	}
 	return -EINVAL;
 }

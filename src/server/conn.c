@@ -82,7 +82,8 @@ struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct
 	return c;
 }
 
-/* The coroutine's body: one request (or the device's poll), then back to the loop. */
+/* The coroutine's body: one request, the device's poll, or (closing) the
+ * device's reset for the next client; then back to the loop. */
 static void conn_co_main(void *opaque)
 {
 	struct vcxl_conn *c = opaque;
@@ -91,6 +92,8 @@ static void conn_co_main(void *opaque)
 	c->co_msg = NULL;
 	if (m)
 		conn_handle_request(c, m);
+	else if (c->closing)
+		c->ops->client_gone(c->dev);
 	else
 		c->poll_ret = c->ops->poll(c->dev);
 }
@@ -108,10 +111,81 @@ struct vcxl_msg *conn_dma_wait(struct vcxl_conn *c)
 	c->dma_reply = NULL;
 	c->dma_err = 0;
 	c->dma_deadline = now_ms() + c->cfg.dma_timeout_ms;
+	c->wait = WAIT_DMA;
 	coro_yield(c->co);
 	m = c->dma_reply;
 	c->dma_reply = NULL;
 	return m;
+}
+
+static void *conn_blk_thread(void *opaque)
+{
+	struct vcxl_conn *c = opaque;
+
+	c->blk_ret = c->blk_fn(c->blk_arg);
+	atomic_store(&c->blk_done, 1);
+	return NULL;
+}
+
+/* The device's blocking call on a worker thread; the handler waits on the
+ * coroutine (its client's requests queue up), the loop goes on and resumes
+ * it once the thread is done. In place when nobody can wait (not on the
+ * coroutine) or nobody will (the connection is being torn down at once). */
+int conn_run_blocking(void *opaque, int (*fn)(void *arg), void *arg)
+{
+	struct vcxl_conn *c = opaque;
+
+	if (!c || !coro_running(c->co) || c->abandon)
+		return fn(arg);
+	c->blk_fn = fn;
+	c->blk_arg = arg;
+	atomic_store(&c->blk_done, 0);
+	if (pthread_create(&c->blk_th, NULL, conn_blk_thread, c))
+		return fn(arg);
+	c->wait = WAIT_BLOCKING;
+	while (!atomic_load(&c->blk_done) && !c->abandon)
+		coro_yield(c->co);
+	pthread_join(c->blk_th, NULL); /* done, or abandoned: wait here */
+	return c->blk_ret;
+}
+
+/* One turn of the loop between two steps of a long operation. */
+void conn_pause(void *opaque)
+{
+	struct vcxl_conn *c = opaque;
+
+	if (!c || !coro_running(c->co) || c->abandon)
+		return;
+	c->wait = WAIT_PAUSE;
+	coro_yield(c->co);
+}
+
+/* Resume a suspended handler whose wait is over: its DMA timed out (or can
+ * never be answered: the client is gone), its thread finished, its pause
+ * took its turn. */
+static void conn_wake(struct vcxl_conn *c)
+{
+	if (!c->co_busy)
+		return;
+	switch (c->wait) {
+	case WAIT_DMA:
+		if (c->dma_reply)
+			return;
+		if (c->dead || c->abandon)
+			c->dma_err = -ECONNRESET;
+		else if (now_ms() >= c->dma_deadline)
+			c->dma_err = -ETIMEDOUT;
+		else
+			return;
+		break;
+	case WAIT_BLOCKING:
+		if (!atomic_load(&c->blk_done) && !c->abandon)
+			return;
+		break;
+	case WAIT_PAUSE:
+		break;
+	}
+	conn_co_resume(c);
 }
 
 /* Can this client's requests make the device wait for it? Only DMA into a
@@ -124,11 +198,32 @@ static bool conn_may_wait(const struct vcxl_conn *c)
 	return false;
 }
 
+/* Requests that may reset the device, which on hardware blocks (FLR: 100 ms
+ * and more, run_blocking): a device reset, a config space write (Initiate
+ * FLR, Initiate CXL Reset). */
+static bool conn_may_block(const struct vcxl_msg *m)
+{
+	uint32_t region;
+
+	switch (m->hdr.command) {
+	case VFIO_USER_DEVICE_RESET:
+	case VFIO_USER_REGION_WRITE_MULTI:
+		return true;
+	case VFIO_USER_REGION_WRITE:
+		if (m->len < offsetof(struct vfio_user_region_access, count))
+			return false;
+		memcpy(&region, m->data + offsetof(struct vfio_user_region_access, region),
+		       sizeof(region));
+		return region == VFIO_PCI_CONFIG_REGION_INDEX;
+	}
+	return false;
+}
+
 static void conn_dispatch(struct vcxl_conn *c, struct vcxl_msg *m)
 {
 	if ((m->hdr.flags & VFIO_USER_F_TYPE_MASK) == VFIO_USER_F_TYPE_REPLY) {
-		if (c->co_busy && !c->dma_reply && m->hdr.msg_id == c->dma_id &&
-		    m->hdr.command == c->dma_cmd) {
+		if (c->co_busy && c->wait == WAIT_DMA && !c->dma_reply &&
+		    m->hdr.msg_id == c->dma_id && m->hdr.command == c->dma_cmd) {
 			c->dma_reply = m;
 			conn_co_resume(c);
 			return;
@@ -140,13 +235,14 @@ static void conn_dispatch(struct vcxl_conn *c, struct vcxl_msg *m)
 	}
 	if (c->co_busy) {
 		conn_queue_msg(c, m);
-		if (c->q_len > VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES) {
+		if (c->wait == WAIT_DMA &&
+		    (c->q_len > VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES)) {
 			c->dma_err = -ENOBUFS; /* the client floods instead of answering */
 			conn_co_resume(c);
 		}
 		return;
 	}
-	if (!conn_may_wait(c) || (!c->co && coro_create(&c->co))) {
+	if ((!conn_may_wait(c) && !conn_may_block(m)) || (!c->co && coro_create(&c->co))) {
 		conn_handle_request(c, m);
 		return;
 	}
@@ -156,7 +252,7 @@ static void conn_dispatch(struct vcxl_conn *c, struct vcxl_msg *m)
 
 int vcxl_conn_poll(struct vcxl_conn *c)
 {
-	if (!c->ops->poll || c->co_busy)
+	if (!c->ops->poll || c->co_busy || c->closing)
 		return -1;
 	if (!conn_may_wait(c) || (!c->co && coro_create(&c->co)))
 		return c->ops->poll(c->dev);
@@ -166,27 +262,36 @@ int vcxl_conn_poll(struct vcxl_conn *c)
 	return c->co_busy ? -1 : c->poll_ret;
 }
 
-void vcxl_conn_destroy(struct vcxl_conn *c)
+/* The end of a connection, in two parts: what was the client's goes at once
+ * (vcxl_conn_close), then the device is made ready for the next client
+ * (ops->client_gone: under --on-disconnect reset a device reset and a scrub),
+ * on the coroutine so that its slow steps (a hardware FLR, a large scrub)
+ * let the loop serve every other device in between (vcxl_conn_close_step). */
+bool vcxl_conn_close(struct vcxl_conn *c)
 {
 	struct vcxl_msg *m;
 
-	if (!c)
-		return;
-	/* a handler waiting for this client ends first, with the device's error */
+	if (c->closing)
+		return vcxl_conn_close_step(c);
+	c->closing = true;
 	c->dead = true;
-	for (int i = 0; c->co_busy && i < 16; i++) {
-		c->dma_err = -ECONNRESET;
-		conn_co_resume(c);
-	}
-	coro_destroy(c->co);
-	c->ops->set_dma(c->dev, &conn_nodev_dma_ops, NULL);
+	if (!c->dead_err)
+		c->dead_err = -ECONNRESET;
+	/* a handler waiting for this client's DMA ends now, with the device's
+	 * error; one waiting for the device (a reset) finishes in close_step */
+	conn_wake(c);
+	c->ops->set_dma(c->dev, &conn_closing_dma_ops, c);
 	c->ops->set_irq_handler(c->dev, conn_nodev_irq, NULL);
 	while ((m = conn_dequeue_msg(c)))
 		conn_msg_free(m);
 	conn_msg_free(c->rx);
+	c->rx = NULL;
 	for (unsigned i = 0; c->pfd_have && i < c->pnfds; i++)
 		close(c->pfds[i]);
+	c->pfd_have = false;
 	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rb_off = c->rb_len = 0;
 	while (c->tx_head) {
 		struct vcxl_tx *t = c->tx_head;
 
@@ -194,6 +299,7 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
 		free(t->buf);
 		free(t);
 	}
+	c->tx_tail = NULL;
 	/* a device that signals eventfds itself must drop the client's */
 	for (uint32_t i = 0; c->ops->set_irq_eventfd && i < NUM_IRQ_INDEX; i++)
 		for (uint32_t v = 0; c->irqs[i].trigger && v < c->irqs[i].count; v++)
@@ -202,17 +308,56 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
 	for (unsigned i = 0; i < NUM_IRQ_INDEX; i++)
 		conn_irq_index_free(&c->irqs[i]);
 	vcxl_dma_remove_all(&c->dma);
+	return vcxl_conn_close_step(c);
+}
+
+bool vcxl_conn_close_step(struct vcxl_conn *c)
+{
+	conn_wake(c);
+	if (c->co_busy)
+		return false;
 	/* a client that never negotiated could neither see nor change anything */
-	if (c->negotiated)
-		c->ops->client_gone(c->dev);
+	if (c->negotiated && !c->gone_started) {
+		c->gone_started = true;
+		if (!c->co && coro_create(&c->co)) {
+			c->ops->client_gone(c->dev);
+			return true;
+		}
+		c->co_msg = NULL;
+		c->co_busy = !coro_start(c->co, conn_co_main, c);
+	}
+	return !c->co_busy;
+}
+
+void vcxl_conn_destroy(struct vcxl_conn *c)
+{
+	if (!c)
+		return;
+	/* no more waiting: what is left runs in place */
+	c->abandon = true;
+	if (!c->closing)
+		vcxl_conn_close(c);
+	for (int i = 0; i < 1024 && !vcxl_conn_close_step(c); i++)
+		;
+	coro_destroy(c->co);
+	c->ops->set_dma(c->dev, &conn_nodev_dma_ops, NULL);
 	free(c);
+}
+
+/* A handler waits for its device (not for this client, whose flood would
+ * fail its DMA with -ENOBUFS) and the queue is full: the client's further
+ * requests stay unread until it is done. */
+static bool conn_held(const struct vcxl_conn *c)
+{
+	return c->co_busy && c->wait != WAIT_DMA &&
+	       (c->q_len >= VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES);
 }
 
 /* Complete requests already taken from the socket (queued during a DMA wait,
  * or in the read-ahead buffer) get no EPOLLIN wake-up of their own. */
 static bool conn_pending(const struct vcxl_conn *c)
 {
-	return (c->q_head && !c->co_busy) || c->rb_off < c->rb_len;
+	return (c->q_head && !c->co_busy) || (c->rb_off < c->rb_len && !conn_held(c));
 }
 
 /* One message: a queued request (when no handler waits) or the next one from
@@ -226,6 +371,8 @@ static bool conn_step(struct vcxl_conn *c)
 		conn_dispatch(c, conn_dequeue_msg(c));
 		return true;
 	}
+	if (conn_held(c))
+		return false;
 	rc = conn_rx_step(c, &m);
 	if (rc < 0) {
 		conn_kill(c, rc);
@@ -237,18 +384,9 @@ static bool conn_step(struct vcxl_conn *c)
 	return true;
 }
 
-/* A handler waiting past its deadline resumes with -ETIMEDOUT. */
-static void conn_check_deadline(struct vcxl_conn *c)
-{
-	if (c->co_busy && !c->dma_reply && now_ms() >= c->dma_deadline) {
-		c->dma_err = -ETIMEDOUT;
-		conn_co_resume(c);
-	}
-}
-
 int vcxl_conn_drain(struct vcxl_conn *c)
 {
-	conn_check_deadline(c);
+	conn_wake(c);
 	for (int i = 0; i < CONN_BATCH && conn_pending(c) && !c->dead && !c->tx_head; i++)
 		if (!conn_step(c))
 			break;
@@ -301,6 +439,10 @@ int vcxl_conn_timeout(const struct vcxl_conn *c)
 
 	if (!c->co_busy)
 		return -1;
+	if (c->wait == WAIT_PAUSE)
+		return 0;
+	if (c->wait == WAIT_BLOCKING) /* the worker thread is looked at every ms */
+		return atomic_load(&c->blk_done) ? 0 : 1;
 	left = c->dma_deadline - now_ms();
 	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
 }

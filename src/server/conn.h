@@ -19,6 +19,8 @@
 #ifndef VCXL_SERVER_CONN_H
 #define VCXL_SERVER_CONN_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "coro.h"
@@ -27,6 +29,13 @@
 #define CONN_BATCH	 64
 #define CONN_QUEUE_BYTES (16u << 20)
 #define NUM_IRQ_INDEX	 (VFIO_PCI_REQ_IRQ_INDEX + 1)
+
+/* What a suspended handler waits for. */
+enum conn_wait {
+	WAIT_DMA,      /* the client's reply to a DMA request (dma_deadline) */
+	WAIT_BLOCKING, /* run_blocking's worker thread */
+	WAIT_PAUSE,    /* one turn of the loop between two steps */
+};
 
 struct vcxl_msg {
 	struct vfio_user_hdr hdr;
@@ -88,9 +97,18 @@ struct vcxl_conn {
 	 * the connection's coroutine; while it waits (co_busy), the client's
 	 * further requests are queued and the loop serves everyone else. */
 	struct coro *co;
-	struct vcxl_msg *co_msg; /* the request it handles (NULL: the device's poll) */
+	struct vcxl_msg *co_msg; /* the request it handles (NULL: poll or client_gone) */
 	int poll_ret;		 /* what that poll returned */
 	bool co_busy;
+	enum conn_wait wait; /* what the suspended coroutine waits for */
+	/* run_blocking's worker thread (WAIT_BLOCKING) */
+	int (*blk_fn)(void *arg);
+	void *blk_arg;
+	int blk_ret;
+	atomic_int blk_done;
+	pthread_t blk_th;
+	/* closing: the device's reset for the next client runs on the coroutine */
+	bool closing, gone_started, abandon;
 	uint16_t dma_id, dma_cmd;   /* the one outstanding DMA request */
 	struct vcxl_msg *dma_reply; /* its reply once it came */
 	int dma_err;		    /* why the wait ended without one */
@@ -170,6 +188,7 @@ void conn_nodev_irq(void *opaque, enum vcxl_irq_type type, unsigned vector);
 /* dma_xfer.c */
 extern const struct vcxl_dma_ops conn_dma_ops;
 extern const struct vcxl_dma_ops conn_nodev_dma_ops;
+extern const struct vcxl_dma_ops conn_closing_dma_ops; /* no DMA; waits allowed */
 
 /* conn.c */
 void conn_queue_msg(struct vcxl_conn *c, struct vcxl_msg *m);
@@ -177,5 +196,8 @@ struct vcxl_msg *conn_dequeue_msg(struct vcxl_conn *c);
 /* The handler's coroutine: wait for the outstanding DMA's reply (NULL:
  * c->dma_err says why: -ETIMEDOUT, -ENOBUFS, -ECONNRESET). Only on it. */
 struct vcxl_msg *conn_dma_wait(struct vcxl_conn *c);
+/* vcxl_dma_ops.run_blocking / .pause for this connection (opaque: the conn). */
+int conn_run_blocking(void *opaque, int (*fn)(void *arg), void *arg);
+void conn_pause(void *opaque);
 
 #endif /* VCXL_SERVER_CONN_H */

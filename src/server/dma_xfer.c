@@ -137,6 +137,8 @@ static int conn_dma_write(void *opaque, uint64_t iova, const void *buf, size_t l
 const struct vcxl_dma_ops conn_dma_ops = {
     .read = conn_dma_read,
     .write = conn_dma_write,
+    .run_blocking = conn_run_blocking,
+    .pause = conn_pause,
 };
 
 static int nodev_dma_read(void *opaque, uint64_t iova, void *buf, size_t len)
@@ -152,4 +154,13 @@ static int nodev_dma_write(void *opaque, uint64_t iova, const void *buf, size_t 
 const struct vcxl_dma_ops conn_nodev_dma_ops = {
     .read = nodev_dma_read,
     .write = nodev_dma_write,
+};
+
+/* While a connection closes: no client to DMA to, but the device's reset for
+ * the next client may still wait without holding the loop. */
+const struct vcxl_dma_ops conn_closing_dma_ops = {
+    .read = nodev_dma_read,
+    .write = nodev_dma_write,
+    .run_blocking = conn_run_blocking,
+    .pause = conn_pause,
 };

@@ -50,6 +50,7 @@ struct loop_dev {
 	void *dev;
 	struct vcxl_conn_cfg cfg;
 	struct vcxl_conn *conn;
+	struct vcxl_conn *closing; /* its client gone, the device being readied */
 	struct loop_tag ltag, ctag;
 	unsigned clients;
 	int pid, uid, gid; /* the client's SO_PEERCRED */
@@ -171,21 +172,40 @@ static void loop_listen_pause(struct vcxl_loop *l, struct loop_dev *d, bool paus
 		loop_ctl(l, EPOLL_CTL_ADD, d->lfd, EPOLLIN, &d->ltag);
 }
 
+/* The client's socket closes at once; the device's reset for the next
+ * client (client_gone) may take steps: the listener stays paused until it is
+ * done (loop_service), so the next client finds the device ready. */
 static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
 {
 	if (!d->conn)
 		return;
 	epoll_ctl(l->epfd, EPOLL_CTL_DEL, d->cfd, NULL);
-	vcxl_conn_destroy(d->conn);
+	if (vcxl_conn_close(d->conn))
+		vcxl_conn_destroy(d->conn);
+	else
+		d->closing = d->conn;
 	d->conn = NULL;
 	close(d->cfd);
 	d->cfd = -1;
-	if (!l->stop)
+	if (!l->stop && !d->closing)
 		loop_listen_pause(l, d, false);
 	if (why == -ECONNRESET)
 		vcxl_log(VCXL_LOG_INFO, "%s: client disconnected", d->name);
 	else
 		vcxl_log(VCXL_LOG_WARN, "%s: connection closed: %s", d->name, strerror(-why));
+}
+
+/* One more step of a closed connection's device reset: -1 when it is done. */
+static int loop_closing(struct vcxl_loop *l, struct loop_dev *d)
+{
+	if (!vcxl_conn_close_step(d->closing))
+		return vcxl_conn_timeout(d->closing);
+	vcxl_conn_destroy(d->closing);
+	d->closing = NULL;
+	if (!l->stop)
+		loop_listen_pause(l, d, false);
+	vcxl_log(VCXL_LOG_DEBUG, "%s: ready for the next client", d->name);
+	return -1;
 }
 
 /* Who connected (SO_PEERCRED) and when, for the control socket. */
@@ -209,7 +229,7 @@ static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 {
 	int fd;
 
-	if (d->conn)
+	if (d->conn || d->closing)
 		return;
 	fd = vcxl_sock_accept(d->lfd);
 	if (fd < 0) {
@@ -278,6 +298,15 @@ static int loop_service(struct vcxl_loop *l)
 
 	for (unsigned i = 0; i < l->n; i++) {
 		struct loop_dev *d = l->devs[i];
+
+		if (d->closing) {
+			/* its reset for the next client goes first, one step per turn */
+			int t = loop_closing(l, d);
+
+			timeout = vcxl_min_timeout(timeout, t);
+			if (d->closing)
+				continue;
+		}
 		/* device timers and a bounded step of its background work; a
 		 * device whose operation waits for its client is left alone */
 		int t = d->conn	       ? vcxl_conn_poll(d->conn)
@@ -466,6 +495,7 @@ void vcxl_loop_destroy(struct vcxl_loop *l)
 		struct loop_dev *d = l->devs[i];
 
 		loop_close_conn(l, d, -ECONNRESET);
+		vcxl_conn_destroy(d->closing); /* what is left of it, in place */
 		close(d->lfd);
 		unlink(d->path);
 		free(d->path);

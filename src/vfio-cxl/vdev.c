@@ -497,6 +497,8 @@ static void vdev_set_dma(void *dev, const struct vcxl_dma_ops *ops, void *opaque
 {
 	struct vcxl_vdev *v = dev;
 
+	v->dma = ops; /* the server's help for slow steps (pause) */
+	v->dma_opaque = opaque;
 	if (v->be->ops->set_dma)
 		v->be->ops->set_dma(v->be->dev, ops, opaque);
 }
@@ -557,21 +559,34 @@ static const struct vdev_reset_effect vdev_reset_table[VDEV_RESET_KINDS] = {
 			       .scrub = true},
 };
 
-/* Zero the region's memory: a hole punched in its file (memfd, tmpfs) where
- * that works, else written over through the mapping. */
+/* Zero the region's memory: a hole punched in its file (memfd, tmpfs, ext4)
+ * where that works, else written over through the mapping; VDEV_SCRUB_STEP
+ * at a time, the server's loop serving everyone else in between (pause). */
 static int vdev_region_scrub(struct vcxl_vdev *v)
 {
 	const struct vcxl_region *r = v->region;
-	uint8_t *map;
+	bool punch = r->fd >= 0;
+	uint8_t *map = NULL;
 
-	if (r->fd >= 0 && fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				    (off_t)r->fd_offset, (off_t)r->size) == 0)
-		return 0;
-	map = cxl_region_map(v);
-	if (!map)
-		return -EIO;
-	/* the client may map it too: guarded */
-	return vcxl_guarded_memset(map, 0, r->size);
+	for (uint64_t off = 0; off < r->size;) {
+		uint64_t n = r->size - off < VDEV_SCRUB_STEP ? r->size - off : VDEV_SCRUB_STEP;
+
+		if (punch && fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       (off_t)(r->fd_offset + off), (off_t)n))
+			punch = false;
+		if (!punch) {
+			if (!map && !(map = cxl_region_map(v)))
+				return -EIO;
+			/* the client may map it too: guarded */
+			int rc = vcxl_guarded_memset(map + off, 0, n);
+			if (rc)
+				return rc;
+		}
+		off += n;
+		if (off < r->size && v->dma && v->dma->pause)
+			v->dma->pause(v->dma_opaque);
+	}
+	return 0;
 }
 
 /*

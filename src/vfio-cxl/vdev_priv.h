@@ -51,6 +51,9 @@ struct vcxl_vbar {
 /* room for the reset kinds (enum vdev_reset, below) */
 #define VDEV_RESET_KINDS_MAX 8
 
+/* Bytes of region the --on-disconnect reset scrub zeroes per loop turn. */
+#define VDEV_SCRUB_STEP (64ull << 20)
+
 struct vcxl_vdev {
 	struct vcxl_backend *be;
 	struct vcxl_vdev_cfg cfg;
@@ -105,6 +108,9 @@ struct vcxl_vdev {
 	uint64_t virtual_cxl_resets, flrs, region_restores;
 	uint64_t resets_by_kind[VDEV_RESET_KINDS_MAX]; /* vdev_reset_apply() calls */
 	bool gone_logged;			       /* the backend reported the device gone */
+	/* the server's DMA ops (pause: a long scrub lets the loop run) */
+	const struct vcxl_dma_ops *dma;
+	void *dma_opaque;
 };
 
 #define vdev_err vcxl_errf /* src/common/errmsg.h */

@@ -11,7 +11,8 @@
  * trip bounded while device 0 stalls DMA (its job fails at the timeout, or
  * with -ENOBUFS when it floods instead of answering) / floods / holds a full
  * eventfd or runs a 1 GiB job (in steps: BUSY, a doorbell while BUSY dropped,
- * a reset aborting it), and a clean SIGTERM exit.
+ * a reset aborting it) or has its 1 GiB --backing region scrubbed for the next
+ * tenant (in steps), and a clean SIGTERM exit.
  */
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -764,6 +765,69 @@ static void test_slow_job(int argc, char **argv)
 	h_cleanup(&g);
 }
 
+/* The --on-disconnect reset scrub of a 1 GiB --backing region runs in steps:
+ * device 1's round trips stay short while device 0's departed tenant's data
+ * is zeroed, and the next tenant still reads none of it. */
+static void test_slow_scrub(int argc, char **argv)
+{
+	struct harness g = {0};
+	char backing[200], s0[160], s1[160];
+	const char *args[] = {"--devices", "2", "--mem-size", "1G", "--backing", backing, NULL};
+	const uint64_t len = 1ull << 30;
+	struct vcxl_client *a, *b;
+	struct vcxl_client_info info;
+	uint64_t q = 0, nonzero = 0;
+	double w;
+
+	snprintf(backing, sizeof(backing), "/tmp/vcxl-it-scrub-%d", (int)getpid());
+	if (!ok(h_start(&g, h_server_bin(argc, argv), 0, args) == 0,
+		"vcxl-server --devices 2 --mem-size 1G --backing FILE started")) {
+		h_cleanup(&g);
+		return;
+	}
+	h_dev_sock(&g, 0, s0, sizeof(s0));
+	h_dev_sock(&g, 1, s1, sizeof(s1));
+	if (h_wait_socket(s1, 5000) || vcxl_client_connect(s0, &a) || vcxl_client_connect(s1, &b) ||
+	    vcxl_client_get_info(a, &info)) {
+		ok(0, "slow scrub: connect");
+		goto out;
+	}
+	/* the tenant fills all of its region (the engine, in steps) */
+	is(start_fill(a, len), 0, "tenant: a FILL of the whole 1 GiB region");
+	is(recv_doorbell(a, 30000), 0, "its doorbell answered");
+	is(wait_job(a, 60000), ACCEL_STATUS_DONE, "the fill done");
+	is(vcxl_client_region_read(a, info.cxl.region_index, len - 8, &q, 8), 0,
+	   "the tenant reads its last bytes back");
+	is(q, 0x0123456789abcdefull, "they hold its pattern");
+	vcxl_client_close(a); /* gone: the scrub of 1 GiB starts */
+	w = neighbour_worst_ms(b, 400);
+	ok(w >= 0 && w < 200, "device 1 served while device 0's 1 GiB is scrubbed: worst %.1f ms",
+	   w);
+	if (!ok(vcxl_client_connect(s0, &a) == 0, "the next tenant connects"))
+		goto out_b;
+	for (uint64_t off = 0; off < len; off += len / 64) {
+		q = 1;
+		if (vcxl_client_region_read(a, info.cxl.region_index, off, &q, 8) || q)
+			nonzero++;
+	}
+	is(nonzero, 0, "it reads zeros all over the region (64 places)");
+	vcxl_client_close(a);
+out_b:
+	vcxl_client_close(b);
+out:
+	is(h_stop(&g), 0, "scrub server: SIGTERM, exit 0");
+	ok(h_log_count(&g, "reset for the next client failed") == 0, "no scrub failure logged");
+	if (tap_failed)
+		h_dump_log(&g);
+	h_cleanup(&g);
+	for (int i = 0; i < 2; i++) {
+		char f[220];
+
+		snprintf(f, sizeof(f), "%s.%d", backing, i);
+		unlink(f);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct harness h = {.cli = h_cli_bin(argc, argv)};
@@ -787,6 +851,7 @@ int main(int argc, char **argv)
 	test_on_disconnect(&h, argc, argv);
 	test_neighbour(&h);
 	test_slow_job(argc, argv);
+	test_slow_scrub(argc, argv);
 	is(h_stop(&h), 0, "SIGTERM: exit 0");
 	ok(access(s0, F_OK) != 0 && access(s1, F_OK) != 0, "both sockets removed");
 	if (tap_failed)

@@ -462,7 +462,7 @@ static int dma_write(void *opaque, uint64_t iova, const void *buf, size_t len)
 	return 0;
 }
 
-static const struct vcxl_dma_ops dma = {dma_read, dma_write};
+static const struct vcxl_dma_ops dma = {.read = dma_read, .write = dma_write};
 
 static uint32_t job(uint32_t op, uint32_t flags, uint64_t src, uint64_t dst, uint64_t len,
 		    uint64_t pat)

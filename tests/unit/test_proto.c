@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vcxl/client.h"
@@ -26,6 +27,8 @@ struct srv {
 	int exit_rc;
 	struct vcxl_conn_stats st;
 	unsigned maps_at_exit;
+	unsigned busy_turns;	/* loop turns while a handler waited */
+	unsigned closing_turns; /* loop turns while the closed connection finished */
 };
 
 static const struct vcxl_dev_ops *srv_ops = &fake_dev_ops;
@@ -41,18 +44,32 @@ static void *srv_main(void *arg)
 	while (!rc) {
 		struct pollfd p = {.fd = s->fd,
 				   .events = vcxl_conn_wants_write(c) ? POLLOUT : POLLIN};
+		int t = vcxl_conn_timeout(c), n;
 
-		if (poll(&p, 1, 20000) <= 0) {
+		if (vcxl_conn_busy(c))
+			s->busy_turns++;
+		n = poll(&p, 1, t < 0 ? 20000 : t);
+		if (n < 0 || (n == 0 && t < 0)) {
 			rc = -ETIMEDOUT;
 			break;
 		}
-		rc = (p.events & POLLOUT) ? vcxl_conn_on_writable(c) : vcxl_conn_on_readable(c);
+		if (n)
+			rc = (p.events & POLLOUT) ? vcxl_conn_on_writable(c)
+						  : vcxl_conn_on_readable(c);
 		if (!rc && vcxl_conn_drain(c) < 0)
 			rc = -EIO;
 	}
 	s->exit_rc = rc;
 	vcxl_conn_get_stats(c, &s->st);
 	s->maps_at_exit = vcxl_conn_dma(c)->n;
+	/* as the event loop: close, then step what is left until it is done */
+	for (bool done = vcxl_conn_close(c); !done && s->closing_turns < 100000;
+	     done = vcxl_conn_close_step(c)) {
+		int t = vcxl_conn_timeout(c);
+
+		s->closing_turns++;
+		poll(NULL, 0, t < 0 ? 1 : t);
+	}
 	vcxl_conn_destroy(c);
 	close(s->fd);
 	return NULL;
@@ -525,6 +542,90 @@ static void test_malformed(void)
 	close(efd);
 }
 
+/* A device whose reset blocks (a hardware FLR: an ioctl of 100 ms and more)
+ * waits through the server's run_blocking on a worker thread: the loop goes
+ * on turning, this client's further requests are held and answered after the
+ * reset's, in order. */
+static int slow_fn(void *arg)
+{
+	struct timespec ts = {0, 300 * 1000000L};
+
+	nanosleep(&ts, NULL);
+	return *(int *)arg;
+}
+
+static int slow_reset(void *dev)
+{
+	struct fake_dev *f = dev;
+	static int ret = 0;
+
+	f->resets++;
+	if (f->dma && f->dma->run_blocking)
+		return f->dma->run_blocking(f->dma_opaque, slow_fn, &ret);
+	return slow_fn(&ret);
+}
+
+static void test_blocking_reset(void)
+{
+	static struct vcxl_dev_ops ops;
+	struct srv s;
+	struct vcxl_client *c;
+	struct vfio_user_hdr h = {
+	    .msg_id = 0x51, .command = VFIO_USER_DEVICE_RESET, .msg_size = sizeof(h)};
+	uint8_t rd[sizeof(struct vfio_user_hdr) + sizeof(struct vfio_user_region_access)];
+	struct vfio_user_hdr hr = {
+	    .msg_id = 0x52, .command = VFIO_USER_REGION_READ, .msg_size = sizeof(rd)};
+	struct vfio_user_region_access ra = {.offset = 0, .region = 7, .count = 4};
+	struct vcxl_client_reply rep;
+	struct timespec t0, t1;
+	uint16_t ids[2] = {0, 0};
+	double ms;
+
+	ops = fake_dev_ops;
+	ops.reset = slow_reset;
+	srv_ops = &ops;
+	c = srv_start(&s, true);
+	srv_ops = &fake_dev_ops;
+	if (!ok(c != NULL, "blocking reset: server up"))
+		return;
+	memcpy(rd, &hr, sizeof(hr));
+	memcpy(rd + sizeof(hr), &ra, sizeof(ra));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ok(vcxl_client_send_bytes(c, &h, sizeof(h), NULL, 0) == 0 &&
+	       vcxl_client_send_bytes(c, rd, sizeof(rd), NULL, 0) == 0,
+	   "DEVICE_RESET and a REGION_READ pipelined");
+	for (int i = 0; i < 2; i++) {
+		if (vcxl_client_recv_reply(c, &rep, 5000))
+			break;
+		ids[i] = rep.hdr.msg_id;
+		if (i == 0)
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		vcxl_client_reply_free(&rep);
+	}
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	ok(ids[0] == 0x51 && ids[1] == 0x52, "the reset's reply first, then the read's (%#x %#x)",
+	   ids[0], ids[1]);
+	ok(ms >= 250, "the reset's reply after the device's wait (%.0f ms)", ms);
+	srv_stop(&s, c);
+	ok(s.busy_turns >= 10, "the loop turned %u times while the reset waited", s.busy_turns);
+	is(s.dev.resets, 1, "one reset");
+	/* the client leaves while its reset waits: the loop goes on turning until
+	 * the reset is done, then the device is readied for the next client */
+	srv_ops = &ops;
+	c = srv_start(&s, true);
+	srv_ops = &fake_dev_ops;
+	if (!ok(c != NULL, "blocking reset: server up again"))
+		return;
+	h.msg_id = 0x53;
+	ok(vcxl_client_send_bytes(c, &h, sizeof(h), NULL, 0) == 0, "DEVICE_RESET, then gone");
+	usleep(50000);
+	srv_stop(&s, c);
+	ok(s.closing_turns >= 10, "the loop turned %u times while the closed client's reset waited",
+	   s.closing_turns);
+	ok(s.dev.resets == 1 && s.dev.gone == 1, "the reset done, then client_gone (%u, %u)",
+	   s.dev.resets, s.dev.gone);
+}
+
 int main(void)
 {
 	test_version();
@@ -533,5 +634,6 @@ int main(void)
 	test_dma_irq();
 	test_hw_device();
 	test_malformed();
+	test_blocking_reset();
 	return done();
 }

@@ -364,6 +364,17 @@ static void set16(struct fake *f, uint32_t off, uint16_t v)
 	file_put(f->cfgpath, off, &v, 2);
 }
 
+/* The server's run_blocking, as a recorder: the reset's waits go through it. */
+static int blocking_calls;
+
+static int rec_run_blocking(void *opaque, int (*fn)(void *arg), void *arg)
+{
+	blocking_calls++;
+	return fn(arg);
+}
+
+static const struct vcxl_dma_ops rec_ops = {.run_blocking = rec_run_blocking};
+
 static void test_reset(void)
 {
 	struct fake f;
@@ -392,6 +403,13 @@ static void test_reset(void)
 	   "no completion within the 10 ms the device states");
 	ok(f.be->ops->reset(f.be->dev, VCXL_RESET_FLR) < 0, "FLR on a non-VFIO fd fails cleanly");
 	is(f.be->ops->reset(f.be->dev, (enum vcxl_reset_kind)7), -EINVAL, "unknown reset kind");
+	/* with the server's help, both resets wait off its loop */
+	f.be->ops->set_dma(f.be->dev, &rec_ops, NULL);
+	set16(&f, f.dvsec + CXL_DVSEC_STATUS2, CXL_DVSEC_STATUS2_RESET_DONE);
+	is(f.be->ops->reset(f.be->dev, VCXL_RESET_CXL), 0, "CXL reset through run_blocking");
+	ok(f.be->ops->reset(f.be->dev, VCXL_RESET_FLR) < 0, "FLR through run_blocking");
+	is(blocking_calls, 2, "both waited through the server's run_blocking");
+	f.be->ops->set_dma(f.be->dev, NULL, NULL);
 	fake_close(&f);
 }
 
