@@ -608,6 +608,9 @@ static void test_privileges(const char *bin)
 	if (!ok(h_start(&h, bin, -1, args) == 0, "server with --user nobody"))
 		return h_cleanup(&h);
 	struct passwd *pw = getpwnam("nobody");
+	/* the sockets exist before the drop (they are made as root): wait for it */
+	for (int t = 0; t < 200 && !h_log_count(&h, "running as nobody"); t++)
+		h_sleep_ms(10);
 	is(proc_uid(h.pid), pw ? pw->pw_uid : 65534, "the server runs as nobody");
 	ok(h_log_count(&h, "running as nobody") == 1, "and says so");
 	ok(vcxl_client_connect(h.sock, &c) == 0 &&
