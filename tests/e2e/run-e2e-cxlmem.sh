@@ -23,6 +23,7 @@
 #   fw-locked       the guest can neither decommit nor move it
 #   fw-access       each window reaches its device's memory (checked on the host through the
 #                   control socket's read-memory)
+#   fw-reset        a bus reset (VFIO_DEVICE_RESET): committed and locked again, same base, data
 #   overlap-refused device 1, CXL-reset, commits at device 0's base: refused, one log line
 #   overlap-retry   device 0 CXL-reset: device 1's decoder is mapped there now, one log line
 #   unplug          QMP device_del of device 1 while mapped: the guest sees it go, the mapping
@@ -201,10 +202,10 @@ else
 	grep -a -i -E 'qemu|error|warning|assert|abort' "$con" | head -20 | diag
 fi
 tap_steps "$con"
-if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con" && [ "$nsteps" -ge 7 ]; then
+if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con" && [ "$nsteps" -ge 8 ]; then
 	tap OK "guest --fw finished with no failure ($nsteps steps)"
 else
-	tap FAIL "guest --fw finished with no failure ($nsteps steps, want 7)"
+	tap FAIL "guest --fw finished with no failure ($nsteps steps, want 8)"
 	tail -20 "$con" | diag
 fi
 grep -a -i 'cxl' "$con" | grep -a -E '^qemu' | grep -a -v 'error recovery' | diag

@@ -1149,6 +1149,24 @@ static void run_fw(bool unplug_only)
 	hostcheck_dev(0, FW_OFF, WRITE_LEN, FW_PAT0, true);
 	hostcheck_dev(1, FW_OFF, WRITE_LEN, FW_PAT1, true);
 
+	/* a secondary bus reset (QEMU: VFIO_DEVICE_RESET, a conventional reset of
+	 * the device): firmware runs again, the decoder comes back committed and
+	 * locked at the same base, with the device's memory behind it */
+	if (sysfs_reset(&d[0], "bus", err, sizeof(err))) {
+		step("fw-reset", 0, "bus reset of %s: %s", d[0].bdf, err);
+	} else {
+		uint32_t c = hdm_read(&d[0], CXL_HDM_DEC_CTRL(0));
+		uint64_t b = dec_reg64(&d[0], CXL_HDM_DEC_BASE_LO(0), CXL_HDM_DEC_BASE_HI(0));
+		uint64_t n0 = pattern_matches(m[0], FW_OFF, FW_PAT0, WRITE_LEN);
+
+		step("fw-reset",
+		     committed(c) && (c & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT) && b == base[0] &&
+			 n0 == WRITE_LEN / 8,
+		     "after a bus reset of %s (VFIO_DEVICE_RESET) decoder 0 ctrl 0x%08x at "
+		     "0x%" PRIx64 ", its memory there (%" PRIu64 "/%" PRIu64 " qwords)",
+		     d[0].bdf, c, b, n0, WRITE_LEN / 8);
+	}
+
 	/* overlap: device 1, CXL-reset (firmware does not run again), commits at
 	 * device 0's base; QEMU refuses it and device 0's memory stays there */
 	if (cxl_reset(&d[1], err, sizeof(err))) {
