@@ -234,6 +234,16 @@ int vcxl_region_attach_firmware(struct vcxl_cxl_dev *d, struct vcxl_region **out
 void vcxl_region_destroy(struct vcxl_region *r);
 /* 0 if the physical decoder still decodes the region as recorded, else -EIO. */
 int vcxl_region_verify(const struct vcxl_region *r);
+/* The host-owned registers behind a region as the device holds them, read
+ * through the backend now (nothing cached): what no guest may change. */
+struct vcxl_host_regs {
+	struct vcxl_phys_decoder dec;	 /* the region's physical HDM decoder */
+	uint32_t hdm_global_ctrl;	 /* CXL r3.1 8.2.4.20.2 */
+	uint32_t dvsec_ctrl, dvsec_lock; /* CXL r3.1 8.1.3.2, 8.1.3.6 */
+	/* CXL r3.1 8.1.3.8: Range n Size High, Size Low, Base High, Base Low */
+	uint32_t range[CXL_DVSEC_RANGE_MAX][4];
+};
+int vcxl_region_read_host_regs(const struct vcxl_region *r, struct vcxl_host_regs *out);
 /* A new tenant: the region's memory in a fresh, zeroed object from the
  * backend (backend.h hpa_renew); r->fd and r->fd_offset name it. -EOPNOTSUPP
  * when the backend cannot (the caller zeroes the memory in place); on any

@@ -408,6 +408,27 @@ int vcxl_region_verify(const struct vcxl_region *r)
 	return 0;
 }
 
+int vcxl_region_read_host_regs(const struct vcxl_region *r, struct vcxl_host_regs *out)
+{
+	struct vcxl_cxl_dev *d = r->dev;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = vcxl_cxl_read_decoder(d, r->decoder, &out->dec)) ||
+	    (rc = hdm_rd(d, CXL_HDM_GLOBAL_CTRL, &out->hdm_global_ctrl)) ||
+	    (rc = cfg_rd(d->be, d->dvsec + CXL_DVSEC_CTRL, 2, &out->dvsec_ctrl)) ||
+	    (rc = cfg_rd(d->be, d->dvsec + CXL_DVSEC_LOCK, 2, &out->dvsec_lock)))
+		return rc;
+	for (unsigned i = 0; i < CXL_DVSEC_RANGE_MAX && i < d->ranges; i++) {
+		const uint32_t reg[4] = {CXL_DVSEC_RANGE_SIZE_HI(i), CXL_DVSEC_RANGE_SIZE_LO(i),
+					 CXL_DVSEC_RANGE_BASE_HI(i), CXL_DVSEC_RANGE_BASE_LO(i)};
+		for (unsigned k = 0; k < 4; k++)
+			if ((rc = cfg_rd(d->be, d->dvsec + reg[k], 4, &out->range[i][k])))
+				return rc;
+	}
+	return 0;
+}
+
 int vcxl_region_renew(struct vcxl_region *r)
 {
 	struct vcxl_backend *be = r->dev->be;

@@ -548,6 +548,58 @@ static int read_device_memory(void *opaque, unsigned i, uint64_t off, void *buf,
 	return vcxl_vdev_ops.region_read(s->vdev, VCXL_VDEV_CXL_REGION, off, buf, len);
 }
 
+static struct json_object *j_u64(uint64_t v)
+{
+	return json_object_new_int64((int64_t)v);
+}
+
+/* The host-owned registers as the device holds them now, read through the
+ * backend (the oracle of tests/integration/test_hostile.c); null if a read
+ * failed. */
+static struct json_object *host_registers(const struct served *s, const struct vcxl_region *r)
+{
+	struct json_object *o, *dec, *ranges;
+	struct vcxl_host_regs hr;
+
+	if (vcxl_region_read_host_regs(r, &hr))
+		return NULL;
+	o = json_object_new_object();
+	dec = json_object_new_object();
+	json_object_object_add(dec, "committed", json_object_new_boolean(hr.dec.committed));
+	json_object_object_add(dec, "locked", json_object_new_boolean(hr.dec.locked));
+	json_object_object_add(dec, "base", j_u64(hr.dec.base));
+	json_object_object_add(dec, "size", j_u64(hr.dec.size));
+	json_object_object_add(dec, "skip", j_u64(hr.dec.skip));
+	json_object_object_add(dec, "ctrl", j_u64(hr.dec.ctrl));
+	json_object_object_add(o, "decoder", dec);
+	json_object_object_add(o, "hdm_global_ctrl", j_u64(hr.hdm_global_ctrl));
+	json_object_object_add(o, "dvsec_ctrl", j_u64(hr.dvsec_ctrl));
+	json_object_object_add(o, "dvsec_lock", j_u64(hr.dvsec_lock));
+	ranges = json_object_new_array();
+	for (unsigned i = 0; i < CXL_DVSEC_RANGE_MAX; i++) {
+		struct json_object *a = json_object_new_array();
+		for (unsigned k = 0; k < 4; k++)
+			json_object_array_add(a, j_u64(hr.range[i][k]));
+		json_object_array_add(ranges, a);
+	}
+	json_object_object_add(o, "dvsec_ranges", ranges);
+	/* the model's job engine: its host-owned DPA window */
+	if (!s->hw && s->o->kind != VCXL_MODEL_TYPE3) {
+		struct vcxl_backend *be = vcxl_vdev_backend(s->vdev);
+		uint64_t base = 0, size = 0;
+		if (!be->ops->bar_read(be->dev, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DPA_WIN_BASE, 8,
+				       &base) &&
+		    !be->ops->bar_read(be->dev, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DPA_WIN_SIZE, 8,
+				       &size)) {
+			struct json_object *w = json_object_new_object();
+			json_object_object_add(w, "base", j_u64(base));
+			json_object_object_add(w, "size", j_u64(size));
+			json_object_object_add(o, "engine_dpa_window", w);
+		}
+	}
+	return o;
+}
+
 static void describe_device(void *opaque, unsigned i, struct json_object *d)
 {
 	const struct served *s = &((const struct served *)opaque)[i];
@@ -577,6 +629,7 @@ static void describe_device(void *opaque, unsigned i, struct json_object *d)
 		json_object_object_add(h, "size", json_object_new_int64((int64_t)r->size));
 		json_object_object_add(h, "dpa", json_object_new_int64((int64_t)r->dpa));
 		json_object_object_add(h, "firmware", json_object_new_boolean(r->firmware));
+		json_object_object_add(h, "registers", host_registers(s, r));
 		json_object_object_add(d, "host_region", h);
 	}
 	for (unsigned n = 0; n < CXL_HDM_MAX_DECODERS_DEVICE; n++) {

@@ -20,11 +20,15 @@
  * open (as root only: otherwise skipped), and the devices are still served.
  */
 #include <dirent.h>
+#include <json-c/json.h>
+#include <linux/pci_regs.h>
 #include <pwd.h>
 #include <linux/falloc.h>
 #include <linux/vfio.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "tap.h"
 #include "integration/harness.h"
@@ -201,6 +205,211 @@ static void truncate_then_read(struct harness *h, struct vcxl_client *c, int fd,
 	is(vcxl_client_region_read(c, index, off, buf, sizeof(buf)), 0,
 	   "%s: an 8-byte REGION_READ at 0x%llx then is served", what, (unsigned long long)off);
 	ok(server_alive(h), "%s: the server lives", what);
+}
+
+/* ---- The host's physical state, read through the backend ----------------
+ * The server's control socket (query-status, host_region.registers) reads the
+ * model's own registers: the region's physical HDM decoder, HDM Global
+ * Control, the Device DVSEC's Control, Lock and Ranges, the job engine's DPA
+ * window. That, not the guest's view, is what no attack may change. */
+struct host_state {
+	char json[2048]; /* host_region.registers, as the server printed it */
+	bool committed;
+	uint64_t base, size, win_base, win_size, dvsec_ctrl;
+};
+
+static int ctl_query(const char *ctl, unsigned dev, char *out, size_t outlen)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	char req[96];
+	size_t got = 0;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
+
+	if (fd < 0)
+		return -errno;
+	if (strlen(ctl) >= sizeof(a.sun_path)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	memcpy(a.sun_path, ctl, strlen(ctl) + 1);
+	n = snprintf(req, sizeof(req),
+		     "{\"execute\":\"query-status\",\"arguments\":{\"device\":%u}}\n", dev);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) || write(fd, req, (size_t)n) != n) {
+		close(fd);
+		return -EIO;
+	}
+	while (got + 1 < outlen && (got == 0 || out[got - 1] != '\n')) {
+		ssize_t r = read(fd, out + got, outlen - 1 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	out[got] = 0;
+	close(fd);
+	return got && out[got - 1] == '\n' ? 0 : -EIO;
+}
+
+static uint64_t j_get(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, k, &v) ? (uint64_t)json_object_get_int64(v)
+							: ~0ull;
+}
+
+/* 0, or -1 if the control socket did not answer with the registers */
+static int host_take(const struct harness *h, unsigned dev, struct host_state *st)
+{
+	char ctl[sizeof(h->sock) + 8], reply[16384];
+	struct json_object *j, *ret, *devs, *d, *hr, *regs, *dec, *win;
+	int rc = -1;
+
+	memset(st, 0, sizeof(*st));
+	snprintf(ctl, sizeof(ctl), "%s.ctl", h->sock);
+	if (ctl_query(ctl, dev, reply, sizeof(reply)) || !(j = json_tokener_parse(reply)))
+		return -1;
+	if (json_object_object_get_ex(j, "return", &ret) &&
+	    json_object_object_get_ex(ret, "devices", &devs) &&
+	    (d = json_object_array_get_idx(devs, 0)) &&
+	    json_object_object_get_ex(d, "host_region", &hr) &&
+	    json_object_object_get_ex(hr, "registers", &regs) &&
+	    json_object_is_type(regs, json_type_object) &&
+	    json_object_object_get_ex(regs, "decoder", &dec)) {
+		struct json_object *c;
+		snprintf(st->json, sizeof(st->json), "%s",
+			 json_object_to_json_string_ext(regs, JSON_C_TO_STRING_PLAIN));
+		st->committed =
+		    json_object_object_get_ex(dec, "committed", &c) && json_object_get_boolean(c);
+		st->base = j_get(dec, "base");
+		st->size = j_get(dec, "size");
+		st->dvsec_ctrl = j_get(regs, "dvsec_ctrl");
+		if (json_object_object_get_ex(regs, "engine_dpa_window", &win)) {
+			st->win_base = j_get(win, "base");
+			st->win_size = j_get(win, "size");
+		}
+		rc = 0;
+	}
+	json_object_put(j);
+	return rc;
+}
+
+/* The host's physical state after an attack: as before it, and the region's
+ * decoder committed at its HPA with its size, Mem_Enable set, the engine
+ * confined to the region. Returns the number of failed checks. */
+static int host_check(const struct harness *h, unsigned dev, const struct host_state *ref,
+		      const char *after)
+{
+	struct host_state now;
+	int bad = 0;
+
+	if (!ok(host_take(h, dev, &now) == 0, "%s: host registers read (control socket)", after))
+		return 1;
+	bad += !ok(now.committed && now.base == ref->base && now.size == REGION,
+		   "%s: the physical decoder is committed at 0x%llx, 0x%llx bytes", after,
+		   (unsigned long long)now.base, (unsigned long long)now.size);
+	bad += !ok(now.dvsec_ctrl != ~0ull && (now.dvsec_ctrl & CXL_DVSEC_CTRL_MEM_EN),
+		   "%s: the device's DVSEC Mem_Enable is set", after);
+	bad += !ok(now.win_base == 0 && now.win_size == REGION,
+		   "%s: the device's engine window is the region", after);
+	bad += !ok(!strcmp(now.json, ref->json), "%s: every host-owned register unchanged", after);
+	if (strcmp(now.json, ref->json))
+		diag("before: %s\nafter:  %s", ref->json, now.json);
+	return bad;
+}
+
+/* Offset of the guest's CXL Device DVSEC in its config space (0 if none) */
+static uint32_t guest_dvsec(struct vcxl_client *c)
+{
+	uint32_t off = PCI_CFG_SPACE_SIZE, hdr = 0, h1 = 0, h2 = 0;
+
+	for (int n = 0; n < 64 && off >= PCI_CFG_SPACE_SIZE; n++) {
+		if (vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, off, &hdr) || !hdr)
+			return 0;
+		if (PCI_EXT_CAP_ID(hdr) == PCI_EXT_CAP_ID_DVSEC &&
+		    !vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, off + PCI_DVSEC_HEADER1,
+					&h1) &&
+		    !vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, off + PCI_DVSEC_HEADER2,
+					&h2) &&
+		    (h1 & 0xffff) == CXL_VENDOR_ID && (h2 & 0xffff) == CXL_DVSEC_ID_DEVICE)
+			return off;
+		off = PCI_EXT_CAP_NEXT(hdr);
+	}
+	return 0;
+}
+
+/* Offset of the guest's PCI Express capability (0 if none) */
+static uint32_t guest_pcie_cap(struct vcxl_client *c)
+{
+	uint32_t v = 0, off;
+
+	if (vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, PCI_CAPABILITY_LIST & ~3u, &v))
+		return 0;
+	off = (v >> (8 * (PCI_CAPABILITY_LIST & 3))) & 0xfc;
+	for (int n = 0; n < 48 && off; n++) {
+		if (vcxl_client_read32(c, VFIO_PCI_CONFIG_REGION_INDEX, off, &v))
+			return 0;
+		if ((v & 0xff) == PCI_CAP_ID_EXP)
+			return off;
+		off = (v >> 8) & 0xfc;
+	}
+	return 0;
+}
+
+static void write16(struct vcxl_client *c, uint32_t index, uint64_t off, uint16_t v)
+{
+	uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+
+	vcxl_client_region_write(c, index, off, b, sizeof(b));
+}
+
+/* Every path a guest has to host-owned registers, written with values that
+ * would undo the host's region: its DVSEC (Control, Lock, Ranges, CXL
+ * Reset), its HDM decoders and Global Control through BAR0 and through the
+ * COMP_REGS region, and a function reset. */
+static void test_host_regs(struct harness *h, struct vcxl_client *c,
+			   const struct vcxl_client_info *info, const struct host_state *ref)
+{
+	const uint32_t cfg = VFIO_PCI_CONFIG_REGION_INDEX;
+	uint32_t dv = guest_dvsec(c);
+	uint64_t hdm = info->cxl.hdm_offset, comp = info->cxl.comp_offset;
+
+	ok(dv != 0, "the guest's CXL Device DVSEC found at 0x%x", dv);
+	if (dv) {
+		vcxl_client_write32(c, cfg, dv + CXL_DVSEC_CTRL, 0); /* Mem_Enable off */
+		vcxl_client_write32(c, cfg, dv + CXL_DVSEC_LOCK, CXL_DVSEC_LOCK_CONFIG);
+		for (unsigned i = 0; i < CXL_DVSEC_RANGE_MAX; i++) {
+			vcxl_client_write32(c, cfg, dv + CXL_DVSEC_RANGE_BASE_HI(i), 0xffffffffu);
+			vcxl_client_write32(c, cfg, dv + CXL_DVSEC_RANGE_BASE_LO(i), 0xf0000000u);
+			vcxl_client_write32(c, cfg, dv + CXL_DVSEC_RANGE_SIZE_LO(i), 0);
+		}
+	}
+	host_check(h, 0, ref, "guest writes to the DVSEC's Control, Lock and Ranges");
+	/* the HDM decoder 0 and Global Control, through BAR0 and COMP_REGS */
+	for (int path = 0; path < 2; path++) {
+		uint32_t idx = path ? VCXL_VDEV_COMP_REGION : info->cxl.hdm_bar;
+		uint64_t at = path ? hdm - comp : hdm;
+		vcxl_client_write32(c, idx, at + CXL_HDM_DEC_CTRL(0), 0); /* decommit */
+		vcxl_client_write32(c, idx, at + CXL_HDM_DEC_BASE_LO(0), 0x10000000u);
+		vcxl_client_write32(c, idx, at + CXL_HDM_DEC_BASE_HI(0), 0x1u);
+		vcxl_client_write32(c, idx, at + CXL_HDM_DEC_SIZE_LO(0), 0x10000000u);
+		vcxl_client_write32(c, idx, at + CXL_HDM_DEC_CTRL(0), CXL_HDM_DEC_CTRL_COMMIT);
+		vcxl_client_write32(c, idx, at + CXL_HDM_GLOBAL_CTRL, 0);
+		host_check(h, 0, ref,
+			   path ? "guest decoder writes through COMP_REGS"
+				: "guest decoder writes through BAR0");
+	}
+	if (dv) {
+		write16(c, cfg, dv + CXL_DVSEC_CTRL2, CXL_DVSEC_CTRL2_INIT_RESET);
+		host_check(h, 0, ref, "the guest's CXL Reset");
+	}
+	/* PCIe r6 7.5.3.4: Initiate Function Level Reset */
+	uint32_t px = guest_pcie_cap(c);
+	if (ok(px != 0, "the guest's PCIe capability found at 0x%x", px)) {
+		write16(c, cfg, px + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+		host_check(h, 0, ref, "the guest's FLR");
+	}
+	is(vcxl_client_reset(c), 0, "VFIO_DEVICE_RESET");
+	host_check(h, 0, ref, "the client's device reset");
 }
 
 /* The guest's view of config space and the component block */
@@ -650,11 +859,29 @@ int main(int argc, char **argv)
 	is(canaries_bad(&d), 0, "canaries in device memory outside the regions");
 	is(vcxl_client_get_info(c0, &info), 0, "device 0 info");
 
+	struct host_state ref0, ref1;
+	int took = host_take(&h, 0, &ref0) | host_take(&h, 1, &ref1);
+	ok(took == 0 && ref0.committed && ref0.size == REGION,
+	   "both devices' host registers read through the backend (control socket): "
+	   "decoder committed at 0x%llx, 0x%llx bytes",
+	   (unsigned long long)ref0.base, (unsigned long long)ref0.size);
+
 	test_region_fd(&h, c0, &d);
+	if (server_alive(&h))
+		host_check(&h, 0, &ref0, "region fd attacks");
 	if (server_alive(&h))
 		test_bar_fds(&h, c0, &info, &d);
 	if (server_alive(&h))
+		host_check(&h, 0, &ref0, "BAR fd attacks");
+	if (server_alive(&h))
 		test_engine(&h, c0, &d);
+	if (server_alive(&h))
+		host_check(&h, 0, &ref0, "job engine attacks");
+	if (server_alive(&h))
+		test_host_regs(&h, c0, &info, &ref0);
+	if (server_alive(&h))
+		host_check(&h, 1, &ref1, "every attack on device 0: device 1's host registers");
+	is(canaries_bad(&d), 0, "device memory outside the regions unchanged after every attack");
 
 	ok(vcxl_client_read32(c1, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v) == 0 && v == 0x0d948086,
 	   "device 1 is still served");
