@@ -512,7 +512,8 @@ static void test_bar_fds(struct harness *h, struct vcxl_client *c,
 
 /* The job engine: DPA jobs outside the region end in ERROR and touch nothing;
  * the client cannot move the engine's DPA window. */
-static void test_engine(struct harness *h, struct vcxl_client *c, const struct devmem *d)
+static void test_engine(struct harness *h, struct vcxl_client *c, const struct devmem *d,
+			const struct host_state *ref)
 {
 	const uint32_t bar = VCXL_MODEL_CTRL_BAR;
 	uint64_t base = 1, size = 1;
@@ -528,6 +529,7 @@ static void test_engine(struct harness *h, struct vcxl_client *c, const struct d
 	vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_BASE, &base);
 	vcxl_client_read64(c, bar, ACCEL_REG_DPA_WIN_SIZE, &size);
 	ok(base == 0 && size == REGION, "the client's writes to the window are dropped");
+	host_check(h, 0, ref, "the client's writes to the engine's DPA window");
 	for (unsigned k = 0; k < sizeof(canary_dpa) / sizeof(canary_dpa[0]); k++) {
 		vcxl_client_write32(c, bar, ACCEL_REG_STATUS,
 				    ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
@@ -874,7 +876,7 @@ int main(int argc, char **argv)
 	if (server_alive(&h))
 		host_check(&h, 0, &ref0, "BAR fd attacks");
 	if (server_alive(&h))
-		test_engine(&h, c0, &d);
+		test_engine(&h, c0, &d, &ref0);
 	if (server_alive(&h))
 		host_check(&h, 0, &ref0, "job engine attacks");
 	if (server_alive(&h))
