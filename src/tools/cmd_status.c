@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "vcxl/cxl_regs.h"
 
 #define STATUS_TIMEOUT_MS 5000
 #define STATUS_REPLY_MAX  (1 << 20)
@@ -190,6 +191,23 @@ static void print_device(struct json_object *d)
 		   json_object_object_get_ex(h, "firmware", &by) && json_object_get_boolean(by)
 		       ? ", firmware-committed"
 		       : "");
+	/* the physical state, read through the backend by the server */
+	struct json_object *regs, *dec, *win;
+	if (json_object_object_get_ex(d, "host_region", &h) &&
+	    json_object_object_get_ex(h, "registers", &regs) && regs &&
+	    json_object_object_get_ex(regs, "decoder", &dec)) {
+		char w[96] = "";
+		if (json_object_object_get_ex(regs, "engine_dpa_window", &win))
+			snprintf(w, sizeof(w), ", engine DPA window 0x%llx+0x%llx",
+				 (unsigned long long)jint(win, "base"),
+				 (unsigned long long)jint(win, "size"));
+		kv("Host registers:", "decoder %s at 0x%llx (%lld MiB), Mem_Enable %s%s",
+		   json_object_object_get_ex(dec, "committed", &by) && json_object_get_boolean(by)
+		       ? "committed"
+		       : "NOT committed",
+		   (unsigned long long)jint(dec, "base"), (long long)(jint(dec, "size") >> 20),
+		   jint(regs, "dvsec_ctrl") & CXL_DVSEC_CTRL_MEM_EN ? "on" : "OFF", w);
+	}
 	if (json_object_object_get_ex(d, "guest_decoders", &g)) {
 		size_t n = json_object_array_length(g);
 
