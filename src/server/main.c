@@ -536,8 +536,6 @@ static void check_host_region(const struct served *s)
 		 r->decoder, rc ? "CHANGED behind the host's back" : "verified unchanged");
 }
 
-/* The control socket's view of device i: what it is, the host region, the
- * guest's committed decoders (GPA range -> region offset), resets. */
 /* The control socket's read-memory: the device's CXL region as the guest maps it */
 static int read_device_memory(void *opaque, unsigned i, uint64_t off, void *buf, size_t len)
 {
@@ -600,6 +598,8 @@ static struct json_object *host_registers(const struct served *s, const struct v
 	return o;
 }
 
+/* The control socket's view of device i: what it is, the host region, the
+ * guest's committed decoders (GPA range -> region offset), resets. */
 static void describe_device(void *opaque, unsigned i, struct json_object *d)
 {
 	const struct served *s = &((const struct served *)opaque)[i];
