@@ -779,7 +779,10 @@ static void test_slow_scrub(int argc, char **argv)
 	uint64_t q = 0, nonzero = 0;
 	double w;
 
-	snprintf(backing, sizeof(backing), "/tmp/vcxl-it-scrub-%d", (int)getpid());
+	/* tmpfs when there is one: no disk writes, and a hole punched there frees
+	 * the pages (about 250 ms per GiB in one piece) */
+	snprintf(backing, sizeof(backing), "%s/vcxl-it-scrub-%d",
+		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
 	if (!ok(h_start(&g, h_server_bin(argc, argv), 0, args) == 0,
 		"vcxl-server --devices 2 --mem-size 1G --backing FILE started")) {
 		h_cleanup(&g);
