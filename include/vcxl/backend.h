@@ -122,9 +122,9 @@ struct vcxl_backend_ops {
 	 * HPA range [hpa, hpa + size) that hpa_map gave out is replaced by a
 	 * fresh, zeroed one, which the device uses from now on; its fd and
 	 * offset are returned as hpa_map does. The old object is detached
-	 * from the device: it lives on only in the mappings and fds a departed
-	 * client kept, and nothing written there reaches the device or the
-	 * next client. -EOPNOTSUPP (or no op) where the memory cannot be
+	 * from the device (the caller empties it): it lives on only in the
+	 * mappings and fds a departed client kept, and nothing written there
+	 * reaches the device or the next client. -EOPNOTSUPP (or no op) where the memory cannot be
 	 * replaced (a --backing file, real device memory): the caller zeroes
 	 * it in place. On error the old object stays in use. */
 	int (*hpa_renew)(void *dev, uint64_t hpa, uint64_t size, int *fd, uint64_t *fd_offset);

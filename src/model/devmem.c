@@ -168,9 +168,9 @@ int model_memfd_sealed(const char *name, uint64_t size)
 /*
  * A new tenant's memory object: a fresh sealed memfd (zeroed, no page
  * allocated) mapped MAP_FIXED over [at, at + size) in place of the object *fd,
- * which is closed. Whatever a client still maps of the old object is its own
- * from now on: the server neither maps nor holds it. O(1) in the size (the
- * kernel frees the old pages when the last holder lets go). On error *fd
+ * which is closed. Whatever a client still maps of the old object is
+ * detached from the device: the model neither maps nor holds it (the vdev
+ * empties it, release.h). O(1) in the size. On error *fd
  * stays in use, mapped at at.
  */
 int model_memfd_swap(const char *name, void *at, uint64_t size, int *fd)

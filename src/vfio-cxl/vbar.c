@@ -369,7 +369,7 @@ int vbar_renew(struct vcxl_vdev *v)
 			rc = rc ? rc : r;
 			continue;
 		}
-		vcxl_release_fd(old); /* off the loop (release.h) */
+		vcxl_release_memory(old); /* emptied off the loop (release.h) */
 		/* the same BAR and areas, a new object (backend_areas: area_fd
 		 * stands for the BAR when only areas map) */
 		b->bi.fd = bi.fd >= 0 ? bi.fd : bi.area_fd;

@@ -601,8 +601,8 @@ static int vdev_region_scrub(struct vcxl_vdev *v)
  */
 static int vdev_new_tenant_memory(struct vcxl_vdev *v)
 {
-	/* the old object's last reference, if the client kept none: its pages
-	 * are freed off the loop (release.h) */
+	/* the old object, emptied and closed off the loop (release.h): a client
+	 * that kept it pins none of the server's memory */
 	int old = v->region->fd >= 0 ? dup(v->region->fd) : -1;
 	int rc = vcxl_region_renew(v->region);
 
@@ -610,7 +610,7 @@ static int vdev_new_tenant_memory(struct vcxl_vdev *v)
 		if (v->region_map)
 			munmap(v->region_map, v->region->size);
 		v->region_map = NULL;
-		vcxl_release_fd(old);
+		vcxl_release_memory(old);
 	} else {
 		if (old >= 0)
 			close(old);
