@@ -40,6 +40,18 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((form
 #define VCXL_PROTO_ERR_PREFIX "protocol error: "
 
 /* ---------------------------------------------------------------------- */
+/* Readiness (systemd's sd_notify protocol, without libsystemd)            */
+/* ---------------------------------------------------------------------- */
+#define VCXL_NOTIFY_ENV	     "NOTIFY_SOCKET" /* where the service manager listens */
+#define VCXL_NOTIFY_READY    "READY=1"	     /* sent once everything start-up does is done */
+#define VCXL_NOTIFY_STOPPING "STOPPING=1"    /* sent when the server starts to exit */
+/* A datagram socket connected to addr ("/path" or "@abstract"): fd or -errno
+ * (-EINVAL empty, -EAFNOSUPPORT other forms, -ENAMETOOLONG, connect's errno) */
+int vcxl_notify_open(const char *addr);
+/* Send one notification ("VAR=value" lines) on fd: 0 or -errno */
+int vcxl_notify_send(int fd, const char *state);
+
+/* ---------------------------------------------------------------------- */
 /* Limits                                                                  */
 /* ---------------------------------------------------------------------- */
 #define VCXL_SRV_MAX_MSG_FDS	16	   /* fds the server accepts per message */

@@ -133,8 +133,10 @@ static void usage(FILE *f)
 		"  -h, --help               this text\n"
 		"\n"
 		"Runs in the foreground, logs to stderr, exits on SIGTERM or SIGINT and removes\n"
-		"its sockets. SIGUSR1 simulates a surprise removal of device 0 (fault testing:\n"
-		"reads return all-ones, writes are dropped, the other devices keep serving).\n"
+		"its sockets. With $NOTIFY_SOCKET set (systemd Type=notify) it sends READY=1\n"
+		"once every socket listens and --user is in effect, STOPPING=1 on exit.\n"
+		"SIGUSR1 simulates a surprise removal of device 0 (fault testing: reads\n"
+		"return all-ones, writes are dropped, the other devices keep serving).\n"
 		"Attach to QEMU 10.1+ with:\n"
 		"  -object memory-backend-memfd,id=mem,size=2G,share=on\n"
 		"  -machine q35,memory-backend=mem\n"
@@ -723,6 +725,40 @@ static int drop_privileges(const struct opts *o)
 	return 0;
 }
 
+/*
+ * $NOTIFY_SOCKET (systemd's Type=notify, or any supervisor speaking its
+ * protocol): the socket to announce readiness on, -1 when unset. A socket
+ * that cannot be reached is logged and start-up goes on: the supervisor then
+ * sees no readiness and decides.
+ */
+static int open_notify(void)
+{
+	const char *addr = getenv(VCXL_NOTIFY_ENV);
+	int fd;
+
+	if (!addr || !*addr)
+		return -1;
+	fd = vcxl_notify_open(addr);
+	if (fd < 0)
+		vcxl_log(VCXL_LOG_WARN, "%s=%s: %s: readiness is not announced", VCXL_NOTIFY_ENV,
+			 addr, strerror(-fd));
+	return fd;
+}
+
+static void notify(int fd, const char *state)
+{
+	int rc;
+
+	if (fd < 0)
+		return;
+	rc = vcxl_notify_send(fd, state);
+	if (rc)
+		vcxl_log(VCXL_LOG_WARN, "%s: %s not sent: %s", VCXL_NOTIFY_ENV, state,
+			 strerror(-rc));
+	else
+		vcxl_log(VCXL_LOG_DEBUG, "%s: %s sent", VCXL_NOTIFY_ENV, state);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.socket = "vcxl.sock",
@@ -734,7 +770,7 @@ int main(int argc, char **argv)
 	struct served *devs;
 	struct vcxl_loop *loop = NULL;
 	sigset_t set;
-	int rc;
+	int rc, notify_fd = -1;
 	unsigned made = 0;
 
 	/* Messages are bounded (max_data_xfer_size + header), so let glibc keep
@@ -822,12 +858,20 @@ int main(int argc, char **argv)
 	}
 	if (made)
 		vcxl_loop_on_sigusr1(loop, surprise_remove, &devs[0]);
+	/* connected while still privileged: the service manager's socket may not
+	 * be reachable by --user */
+	notify_fd = open_notify();
 	if (o.user && (rc = drop_privileges(&o)))
 		goto out;
+	/* every socket listens, the log says so, privileges are dropped: ready */
+	notify(notify_fd, VCXL_NOTIFY_READY);
 	rc = vcxl_loop_run(loop);
 	if (rc)
 		fprintf(stderr, "vcxl-server: event loop: %s\n", strerror(-rc));
+	notify(notify_fd, VCXL_NOTIFY_STOPPING);
 out:
+	if (notify_fd >= 0)
+		close(notify_fd);
 	vcxl_control_destroy(ctl);
 	vcxl_loop_destroy(loop);
 	for (unsigned i = 0; i < made; i++) {

@@ -72,10 +72,17 @@ ok $? "installed vcxl --help"
 ldd "$root/usr/bin/vcxl" | grep -q "libvcxl-client.so.0 => $root"
 ok $? "installed vcxl uses the packaged libvcxl-client.so.0"
 sock=$work/vcxl.sock
-"$root/usr/bin/vcxl-server" --socket "$sock" --log-level warn 2>"$work/server.log" &
-srv=$!
+# readiness: READY=1 on $NOTIFY_SOCKET once the server's sockets listen (a
+# socket file alone may not listen yet); the receiver's file exists once bound
+python3 "$src/tests/scripts/notify-wait.py" "$work/notify.sock" 60 &
+rdy=$!
 i=0
-while [ ! -S "$sock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -S "$work/notify.sock" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+NOTIFY_SOCKET=$work/notify.sock "$root/usr/bin/vcxl-server" --socket "$sock" --log-level warn \
+	2>"$work/server.log" &
+srv=$!
+wait "$rdy"
+ok $? "installed vcxl-server announced readiness (READY=1 on \$NOTIFY_SOCKET)"
 out=$("$root/usr/bin/vcxl" info "$sock" 2>&1)
 echo "$out" | grep -q '^flags: .*cxl' && echo "$out" | grep -q '(CXL region)'
 ok $? "installed vcxl info against the installed vcxl-server: a CXL device and its region"

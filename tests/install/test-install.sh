@@ -64,10 +64,17 @@ ok $? "installed vcxl-server --version: $v"
 "$P/bin/vcxl" --help | grep -q '^Usage: vcxl'
 ok $? "installed vcxl --help"
 sock=$root/vcxl.sock
-"$P/bin/vcxl-server" --socket "$sock" --log-level warn 2>"$root/server.log" &
-srv=$!
+# readiness: READY=1 on $NOTIFY_SOCKET once the server's sockets listen (a
+# socket file alone may not listen yet); the receiver's file exists once bound
+python3 "$src/tests/scripts/notify-wait.py" "$root/notify.sock" 60 &
+rdy=$!
 i=0
-while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -S "$root/notify.sock" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+NOTIFY_SOCKET=$root/notify.sock "$P/bin/vcxl-server" --socket "$sock" --log-level warn \
+	2>"$root/server.log" &
+srv=$!
+wait "$rdy"
+ok $? "installed vcxl-server announced readiness (READY=1 on \$NOTIFY_SOCKET)"
 out=$("$P/bin/vcxl" info "$sock" --json 2>&1)
 echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(0 if "cxl" in j["flags"] and j["cxl"]["region_size"] > 0 else 1)'
 ok $? "installed vcxl info --json against the installed server: a CXL device with a region"

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration test harness: start the real vcxl-server binary (path from
- * $VCXL_SERVER or argv[1]) on a temporary socket, wait until it accepts,
- * stop it with SIGTERM, and inspect its log.
+ * $VCXL_SERVER or argv[1]) on a temporary socket, wait for its readiness
+ * notification ($NOTIFY_SOCKET, "READY=1": sent after every socket listens,
+ * the start-up log is written and --user is in effect), stop it with
+ * SIGTERM, and inspect its log.
  */
 #ifndef VCXL_TESTS_HARNESS_H
 #define VCXL_TESTS_HARNESS_H
@@ -16,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,9 +33,15 @@ struct harness {
 	char dir[64];
 	char sock[128];
 	char log[128];
+	char notify[96]; /* the readiness socket ($NOTIFY_SOCKET of the server) */
+	int ready_fd;
 	const char *bin;
 	const char *cli;
 };
+
+/* Start-up bound: generous (ASan builds on a loaded machine); a server that
+ * exits early is seen at once. */
+#define H_READY_MS 60000
 
 /* an eventfd was signalled within ms (and is read empty) */
 static inline bool h_eventfd_fired(int efd, int ms)
@@ -92,31 +102,88 @@ static inline int h_wait_socket(const char *path, int ms)
 	return -ETIMEDOUT;
 }
 
-/* Start the server with extra args (NULL-terminated); first_sock: -1 for PATH, 0 for PATH.0 */
-static inline int h_start(struct harness *h, const char *bin, int first_sock,
-			  const char *const *args)
+/* The temporary directory with the paths of a server's socket, log and
+ * readiness socket (h->cli is kept). */
+static inline int h_prepare(struct harness *h, const char *bin, const char *prefix)
 {
-	const char *argv[32];
-	char first[160];
-	int n = 0;
 	const char *cli = h->cli;
 
 	memset(h, 0, sizeof(*h));
 	h->cli = cli;
-	snprintf(h->dir, sizeof(h->dir), "/tmp/vcxl-it-XXXXXX");
+	h->bin = bin;
+	h->ready_fd = -1;
+	snprintf(h->dir, sizeof(h->dir), "/tmp/%s-XXXXXX", prefix);
 	if (!mkdtemp(h->dir))
 		return -errno;
 	snprintf(h->sock, sizeof(h->sock), "%s/dev.sock", h->dir);
 	snprintf(h->log, sizeof(h->log), "%s/server.log", h->dir);
-	h->bin = bin;
-	argv[n++] = bin;
-	argv[n++] = "--socket";
-	argv[n++] = h->sock;
-	argv[n++] = "--log-level";
-	argv[n++] = "info";
-	for (int i = 0; args && args[i] && n < 30; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
+	snprintf(h->notify, sizeof(h->notify), "%s/notify.sock", h->dir);
+	return 0;
+}
+
+/* Bind the readiness socket the server gets as $NOTIFY_SOCKET */
+static inline int h_ready_open(struct harness *h)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", h->notify);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	h->ready_fd = fd;
+	return 0;
+}
+
+/* Wait up to ms for a notification containing the line state (e.g.
+ * "READY=1") from the server: 0, -ECHILD when the server exited first,
+ * -ETIMEDOUT. Other notifications are read and skipped. */
+static inline int h_ready_wait(struct harness *h, const char *state, int ms)
+{
+	size_t sl = strlen(state);
+
+	for (int t = 0; t < ms; t += 50) {
+		struct pollfd p = {.fd = h->ready_fd, .events = POLLIN};
+		char buf[512];
+		ssize_t n;
+		int st;
+
+		if (poll(&p, 1, 50) == 1) {
+			n = recv(h->ready_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+			if (n < 0)
+				continue;
+			buf[n] = 0;
+			for (char *l = buf, *nl; l; l = nl ? nl + 1 : NULL) {
+				nl = strchr(l, '\n');
+				if (!strncmp(l, state, sl) && (l[sl] == '\n' || !l[sl]))
+					return 0;
+			}
+			continue;
+		}
+		if (h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
+			h->pid = 0;
+			return -ECHILD;
+		}
+	}
+	return -ETIMEDOUT;
+}
+
+/* Fork and exec argv (execvp) with stderr to h->log and $NOTIFY_SOCKET set;
+ * child_setup (may be NULL) runs in the child before exec. Returns once the
+ * server announced readiness: every socket listens, its start-up log lines
+ * are written and --user is in effect (see h_ready_wait for errors). */
+static inline int h_launch(struct harness *h, const char *const *argv, void (*child_setup)(void),
+			   int wait_ms)
+{
+	int rc = h_ready_open(h);
+
+	if (rc)
+		return rc;
 	h->pid = fork();
 	if (h->pid < 0)
 		return -errno;
@@ -127,11 +194,41 @@ static inline int h_start(struct harness *h, const char *bin, int first_sock,
 			dup2(fd, 2);
 			close(fd);
 		}
-		execv(bin, (char *const *)argv);
+		setenv("NOTIFY_SOCKET", h->notify, 1);
+		if (child_setup)
+			child_setup();
+		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
+	return h_ready_wait(h, "READY=1", wait_ms);
+}
+
+/* Start the server with extra args (NULL-terminated); first_sock: -1 for PATH,
+ * 0 for PATH.0 (every device socket listens once the server is ready) */
+static inline int h_start(struct harness *h, const char *bin, int first_sock,
+			  const char *const *args)
+{
+	const char *argv[32];
+	char first[160];
+	struct stat st;
+	int n = 0;
+	int rc = h_prepare(h, bin, "vcxl-it");
+
+	if (rc)
+		return rc;
+	argv[n++] = bin;
+	argv[n++] = "--socket";
+	argv[n++] = h->sock;
+	argv[n++] = "--log-level";
+	argv[n++] = "info";
+	for (int i = 0; args && args[i] && n < 30; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = h_launch(h, argv, NULL, H_READY_MS);
 	h_dev_sock(h, first_sock, first, sizeof(first));
-	return h_wait_socket(first, 10000);
+	if (!rc && (lstat(first, &st) || !S_ISSOCK(st.st_mode)))
+		rc = -ENOTSOCK; /* ready without its socket */
+	return rc;
 }
 
 /* SIGTERM, wait: the exit status (or -1 on timeout/crash) */
@@ -197,6 +294,12 @@ static inline void h_cleanup(struct harness *h)
 		unlink(p);
 	}
 	unlink(h->sock);
+	if (h->notify[0]) {
+		if (h->ready_fd >= 0)
+			close(h->ready_fd);
+		h->ready_fd = -1;
+		unlink(h->notify);
+	}
 	rmdir(h->dir);
 }
 

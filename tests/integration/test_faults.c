@@ -109,7 +109,7 @@ static int connect_retry(const char *path, struct vcxl_client **c)
 {
 	int rc = -EIO;
 
-	for (int i = 0; i < 200; i++) {
+	for (int t = 0; t < H_READY_MS; t += 5) {
 		rc = vcxl_client_connect(path, c);
 		if (rc == 0)
 			return 0;
@@ -172,22 +172,30 @@ static bool is_asan_binary(const char *path)
 	return found;
 }
 
+/* ASan holds freed memory in a quarantine: RSS would grow with every cycle.
+ * Without it, RSS growth means a leak again. (In the child, before exec.) */
+static void asan_no_quarantine(void)
+{
+	char opts[512];
+	const char *o = getenv("ASAN_OPTIONS");
+
+	snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=0", o ? o : "", o && *o ? ":" : "");
+	setenv("ASAN_OPTIONS", opts, 1);
+}
+
 /* Start `wrapper... server --socket S --log-level info args...` (harness.h
- * layout, so h_stop/h_cleanup/h_log_count work). */
+ * layout, so h_stop/h_cleanup/h_log_count work); returns once it is ready. */
 static int start_wrapped(struct harness *h, const char *const *wrapper, int first_sock,
 			 const char *const *args, int wait_ms)
 {
 	const char *argv[48];
 	char first[160];
+	struct stat st;
 	int n = 0;
+	int rc = h_prepare(h, server_bin, "vcxl-ft");
 
-	memset(h, 0, sizeof(*h));
-	snprintf(h->dir, sizeof(h->dir), "/tmp/vcxl-ft-XXXXXX");
-	if (!mkdtemp(h->dir))
-		return -errno;
-	snprintf(h->sock, sizeof(h->sock), "%s/dev.sock", h->dir);
-	snprintf(h->log, sizeof(h->log), "%s/server.log", h->dir);
-	h->bin = server_bin;
+	if (rc)
+		return rc;
 	for (int i = 0; wrapper && wrapper[i]; i++)
 		argv[n++] = wrapper[i];
 	argv[n++] = server_bin;
@@ -198,32 +206,11 @@ static int start_wrapped(struct harness *h, const char *const *wrapper, int firs
 	for (int i = 0; args && args[i] && n < 46; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	h->pid = fork();
-	if (h->pid < 0)
-		return -errno;
-	if (h->pid == 0) {
-		int fd = open(h->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		/* ASan holds freed memory in a quarantine: RSS would grow with
-		 * every cycle. Without it, RSS growth means a leak again. */
-		if (asan_server) {
-			char opts[512];
-			const char *o = getenv("ASAN_OPTIONS");
-
-			snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=0", o ? o : "",
-				 o && *o ? ":" : "");
-			setenv("ASAN_OPTIONS", opts, 1);
-		}
-
-		if (fd >= 0) {
-			dup2(fd, 2);
-			close(fd);
-		}
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
+	rc = h_launch(h, argv, asan_server ? asan_no_quarantine : NULL, wait_ms);
 	h_dev_sock(h, first_sock, first, sizeof(first));
-	return h_wait_socket(first, wait_ms);
+	if (!rc && (lstat(first, &st) || !S_ISSOCK(st.st_mode)))
+		rc = -ENOTSOCK;
+	return rc;
 }
 
 static void finish(struct harness *h, const char *what)
@@ -243,7 +230,8 @@ static void test_die_mid_message(void)
 	struct vcxl_client_info info;
 	uint8_t buf[64];
 
-	if (!ok(start_wrapped(&h, NULL, -1, NULL, 10000) == 0, "mid-message: server started")) {
+	if (!ok(start_wrapped(&h, NULL, -1, NULL, H_READY_MS) == 0,
+		"mid-message: server started")) {
 		h_cleanup(&h);
 		return;
 	}
@@ -279,7 +267,8 @@ static void test_stall(void)
 	size_t len;
 	int served = 0, rc;
 
-	if (!ok(start_wrapped(&h, NULL, 0, args, 10000) == 0, "stall: server with 2 devices")) {
+	if (!ok(start_wrapped(&h, NULL, 0, args, H_READY_MS) == 0,
+		"stall: server with 2 devices")) {
 		h_cleanup(&h);
 		return;
 	}
@@ -360,7 +349,7 @@ static void test_cycles(void)
 	int fds0, fds1, failed = 0, slack;
 	long rss0, rss1;
 
-	if (!ok(start_wrapped(&h, NULL, -1, NULL, 10000) == 0, "cycles: server started")) {
+	if (!ok(start_wrapped(&h, NULL, -1, NULL, H_READY_MS) == 0, "cycles: server started")) {
 		h_cleanup(&h);
 		return;
 	}
@@ -451,7 +440,8 @@ static void test_kill_backing(void)
 		return;
 	}
 	snprintf(file, sizeof(file), "%s/devmem", dir);
-	if (!ok(start_wrapped(&h, NULL, -1, args, 10000) == 0, "backing: server on %s", file)) {
+	if (!ok(start_wrapped(&h, NULL, -1, args, H_READY_MS) == 0, "backing: server on %s",
+		file)) {
 		h_cleanup(&h);
 		rmdir(dir);
 		return;
@@ -508,7 +498,7 @@ static void test_kill_backing(void)
 	vcxl_client_close(c);
 	h_cleanup(&h);
 
-	if (!ok(start_wrapped(&h, NULL, -1, args, 10000) == 0, "backing: server restarted")) {
+	if (!ok(start_wrapped(&h, NULL, -1, args, H_READY_MS) == 0, "backing: server restarted")) {
 		h_cleanup(&h);
 		unlink(file);
 		rmdir(dir);
@@ -565,7 +555,8 @@ static void test_surprise_removal(void)
 		     "device 0 via vcxl_model_remove, documented in --help)");
 		return;
 	}
-	if (!ok(start_wrapped(&h, NULL, 0, args, 10000) == 0, "removal: server with 2 devices")) {
+	if (!ok(start_wrapped(&h, NULL, 0, args, H_READY_MS) == 0,
+		"removal: server with 2 devices")) {
 		h_cleanup(&h);
 		return;
 	}
@@ -582,7 +573,7 @@ static void test_surprise_removal(void)
 	is(before, VCXL_MODEL_VENDOR | (uint32_t)VCXL_MODEL_DEVICE << 16,
 	   "device 0 answers before the removal");
 	kill(h.pid, SIGUSR1);
-	for (int t = 0; t < 2000 && h_log_count(&h, "remov") < 1; t += 10)
+	for (int t = 0; t < H_READY_MS && h_log_count(&h, "remov") < 1; t += 10)
 		h_sleep_ms(10);
 	ok(h_log_count(&h, "remov") >= 1, "the server logged the removal");
 	rc = vcxl_client_read32(c0, CFG, 0, &v);
@@ -627,7 +618,7 @@ static void test_bounds(void)
 	int fds0, rc, mapped = 0;
 	uint8_t buf[64];
 
-	if (!ok(start_wrapped(&h, NULL, -1, NULL, 10000) == 0, "bounds: server started")) {
+	if (!ok(start_wrapped(&h, NULL, -1, NULL, H_READY_MS) == 0, "bounds: server started")) {
 		h_cleanup(&h);
 		return;
 	}
@@ -773,7 +764,7 @@ static void test_short_dma_fd(void)
 	uint32_t status = 0;
 	bool alive;
 
-	if (!ok(start_wrapped(&h, NULL, -1, NULL, 10000) == 0, "short fd: server started")) {
+	if (!ok(start_wrapped(&h, NULL, -1, NULL, H_READY_MS) == 0, "short fd: server started")) {
 		h_cleanup(&h);
 		return;
 	}

@@ -256,7 +256,7 @@ static void test_malformed(struct harness *h)
 			vcxl_client_reply_free(&rep);
 	}
 	ok(vcxl_client_read32(c, 7, 0, &v) == 0 && v == 0x0d948086, "valid request still served");
-	h_sleep_ms(50);
+	/* each error is logged before its reply goes out: no wait needed */
 	is(h_log_count(h, VCXL_PROTO_ERR_PREFIX) - before, nbad,
 	   "each bad message logged as a protocol error");
 	vcxl_client_close(c);

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vcxl-server's readiness with the real binary ($NOTIFY_SOCKET, systemd's
+ * sd_notify protocol; docs/design.md "Readiness"): when READY=1 arrives,
+ * every device socket and the control socket accept, the start-up log lines
+ * are written (and --user is in effect: integration_hostile); SIGTERM sends
+ * STOPPING=1; a NOTIFY_SOCKET it cannot reach is logged and the server
+ * serves anyway.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "tap.h"
+
+/* connect once, no retry: the socket is listening now */
+static bool accepts(const char *path)
+{
+	int fd = vcxl_sock_connect(path);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static void test_ready(const char *bin)
+{
+	struct harness h = {0};
+	const char *args[] = {"--devices", "3", NULL};
+	char p[160];
+	bool all = true;
+	int rc = h_start(&h, bin, 0, args);
+
+	if (!ok(rc == 0, "READY=1 received from a server with 3 devices (%d)", rc)) {
+		h_dump_log(&h);
+		h_cleanup(&h);
+		return;
+	}
+	/* everything below is checked once, at READY=1, without waiting */
+	for (int i = 0; i < 3; i++) {
+		h_dev_sock(&h, i, p, sizeof(p));
+		all = all && accepts(p);
+	}
+	ok(all, "at READY=1 all 3 device sockets accept");
+	snprintf(p, sizeof(p), "%s.ctl", h.sock);
+	ok(accepts(p), "and the control socket accepts");
+	is(h_log_count(&h, "serving device 2 (8086:0d94"), 1, "and the log names the last device");
+	is(h_stop(&h), 0, "SIGTERM: exit 0");
+	is(h_ready_wait(&h, VCXL_NOTIFY_STOPPING, 5000), 0, "STOPPING=1 was sent on the way out");
+	is(h_log_count(&h, VCXL_NOTIFY_ENV), 0, "no notification problem logged");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+}
+
+static const char *bad_addr;
+
+static void set_bad_notify(void)
+{
+	setenv(VCXL_NOTIFY_ENV, bad_addr, 1);
+}
+
+/* poll the log for needle (the server announces nothing here): true once seen */
+static bool log_shows(const struct harness *h, const char *needle)
+{
+	for (int t = 0; t < H_READY_MS; t += 10) {
+		if (h_log_count(h, needle) > 0)
+			return true;
+		h_sleep_ms(10);
+	}
+	return false;
+}
+
+static void test_unreachable(const char *bin, const char *addr, const char *err)
+{
+	struct harness h = {0};
+	const char *argv[] = {bin, "--socket", h.sock, "--log-level", "info", NULL};
+	char want[200];
+	struct vcxl_client *c = NULL;
+	uint32_t v = 0;
+
+	bad_addr = addr;
+	if (h_prepare(&h, bin, "vcxl-rd")) {
+		ok(0, "temporary directory");
+		return;
+	}
+	is(h_launch(&h, argv, set_bad_notify, 0), -ETIMEDOUT, "NOTIFY_SOCKET=%s: started", addr);
+	snprintf(want, sizeof(want), "%s=%s: %s: readiness is not announced", VCXL_NOTIFY_ENV, addr,
+		 err);
+	ok(log_shows(&h, want), "the log says \"%s\"", want);
+	ok(vcxl_client_connect(h.sock, &c) == 0 && vcxl_client_read32(c, 7, 0, &v) == 0 &&
+	       v == 0x0d948086,
+	   "the device is served anyway");
+	vcxl_client_close(c);
+	is(h_stop(&h), 0, "SIGTERM: exit 0");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = h_server_bin(argc, argv);
+
+	test_ready(bin);
+	test_unreachable(bin, "/nonexistent/vcxl-notify.sock", "No such file or directory");
+	test_unreachable(bin, "vsock:2:1234", "Address family not supported by protocol");
+	return tap_done();
+}
