@@ -245,7 +245,8 @@ static void test_fresh_device(void)
 	uint8_t *mem = vcxl_model_mem(m);
 	uint8_t *hp = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 	hp[1] = 0x42;
-	ok(mem[(1ull << 28) + 4097] == 0x42, "a store through the HPA mapping lands in DPA (skip applied)");
+	ok(mem[(1ull << 28) + 4097] == 0x42,
+	   "a store through the HPA mapping lands in DPA (skip applied)");
 	munmap(hp, 4096);
 	/* teardown in reverse order */
 	decommit(&p, 1);
