@@ -46,6 +46,12 @@ struct vcxl_bar_info {
 enum vcxl_reset_kind {
 	VCXL_RESET_FLR = 0, /* PCIe function level reset */
 	VCXL_RESET_CXL = 1, /* CXL reset (Control2 Initiate CXL Reset) */
+	/* A new tenant (--on-disconnect reset): an FLR, and also the state a
+	 * guest set that an FLR keeps (a Type-3 mailbox's Timestamp and Event
+	 * Interrupt Policy, a live Cache Invalid): the device as a fresh one
+	 * reads. A backend that cannot forget more than an FLR does an FLR
+	 * (docs/security.md says what each keeps). */
+	VCXL_RESET_TENANT = 2,
 };
 
 /* IRQ types, numbered as VFIO's PCI IRQ indexes. */

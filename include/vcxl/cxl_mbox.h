@@ -274,6 +274,10 @@ void vcxl_memdev_fini(struct vcxl_memdev *d);
 /* Mailbox registers back to reset values, a background command aborted
  * (device facts, LSA content, timestamp and interrupt policy are kept). */
 void vcxl_memdev_reset(struct vcxl_memdev *d);
+/* A new tenant: vcxl_memdev_reset and the state the commands set as a fresh
+ * block has it (timestamp never set, interrupt policy all "no interrupts");
+ * the facts and the LSA (host-owned: Set LSA is not the guest's) are kept. */
+void vcxl_memdev_forget(struct vcxl_memdev *d);
 /* Owner updates of the Memory Device Status register. */
 void vcxl_memdev_set_media(struct vcxl_memdev *d, unsigned media_status);
 void vcxl_memdev_set_mbox_ready(struct vcxl_memdev *d, bool ready);

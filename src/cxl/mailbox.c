@@ -702,6 +702,16 @@ void vcxl_memdev_reset(struct vcxl_memdev *d)
 	d->scan_valid = false;
 }
 
+/* CXL r3.1 8.2.9.2.5, 8.2.9.4.2: the policy and the timestamp a guest set are
+ * kept across resets by the device; a fresh block has none of either. */
+void vcxl_memdev_forget(struct vcxl_memdev *d)
+{
+	vcxl_memdev_reset(d);
+	memset(d->int_policy, 0, sizeof(d->int_policy));
+	d->ts_valid = false;
+	d->ts_value = d->ts_set_at = 0;
+}
+
 void vcxl_memdev_set_media(struct vcxl_memdev *d, unsigned media_status)
 {
 	vcxl_rf_update32(d->rf, d->base + VCXL_MDEV_MEMDEV_OFF + CXLMDEV_STATUS,

@@ -560,6 +560,7 @@ static int h_reset(void *dev, enum vcxl_reset_kind kind)
 
 	switch (kind) {
 	case VCXL_RESET_FLR:
+	case VCXL_RESET_TENANT: /* the device's own mailbox state: docs/security.md */
 		return hw_blocking(v, flr);
 	case VCXL_RESET_CXL:
 		return hw_blocking(v, cxl_reset);

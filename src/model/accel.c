@@ -266,6 +266,9 @@ static int m_reset(void *dev, enum vcxl_reset_kind kind)
 		return 0;
 	case VCXL_RESET_CXL:
 		return model_cxl_reset(m);
+	case VCXL_RESET_TENANT:
+		model_tenant_reset(m);
+		return 0;
 	}
 	return -EINVAL;
 }

@@ -121,6 +121,7 @@ const char *model_fd_unshareable(const struct vcxl_model *m, int fd);
 /* accel_cfg.c: config space, FLR, CXL reset */
 int model_cfg_layout(struct vcxl_model *m);
 void model_flr(struct vcxl_model *m);
+void model_tenant_reset(struct vcxl_model *m);
 int model_cxl_reset(struct vcxl_model *m);
 void model_refresh_ranges(struct vcxl_model *m);
 uint16_t model_msix_ctrl(const struct vcxl_model *m);
@@ -136,6 +137,7 @@ void model_type3_fini(struct vcxl_model *m);
 int model_type3_bar2_access(struct vcxl_model *m, uint64_t off, unsigned len, uint64_t *val,
 			    bool wr);
 void model_type3_flr(struct vcxl_model *m);
+void model_type3_forget(struct vcxl_model *m);
 void model_type3_poll(struct vcxl_model *m);
 
 /* accel_engine.c: BAR2 */

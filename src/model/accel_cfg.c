@@ -293,3 +293,20 @@ void model_flr(struct vcxl_model *m)
 	model_engine_reset(m);
 	model_type3_flr(m);
 }
+
+/*
+ * A new tenant: an FLR, and what an FLR keeps that a guest set: the Cache
+ * Invalid status of its Initiate Cache WB+Invalidate (CXL r3.1 8.1.3.5; the
+ * model caches nothing, so a fresh device reads 0) and the Type-3 mailbox's
+ * timestamp and interrupt policy. Host-owned state stays: the DVSEC's
+ * Mem_Enable and ranges, the HDM decoders, the DPA window, the LSA.
+ */
+void model_tenant_reset(struct vcxl_model *m)
+{
+	uint32_t st2 = MODEL_DVSEC_DEVICE + CXL_DVSEC_STATUS2;
+
+	model_flr(m);
+	vcxl_rf_set16(&m->cfgrf, st2,
+		      vcxl_rf_get16(&m->cfgrf, st2) & (uint16_t)~CXL_DVSEC_STATUS2_CACHE_INV);
+	model_type3_forget(m);
+}

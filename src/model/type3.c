@@ -154,6 +154,13 @@ void model_type3_flr(struct vcxl_model *m)
 		vcxl_memdev_reset(&m->memdev);
 }
 
+/* A new tenant: also the timestamp and event interrupt policy go. */
+void model_type3_forget(struct vcxl_model *m)
+{
+	if (model_is_type3(m))
+		vcxl_memdev_forget(&m->memdev);
+}
+
 /* A background command (Scan Media) finishes at the next poll of the model. */
 void model_type3_poll(struct vcxl_model *m)
 {

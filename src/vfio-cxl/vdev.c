@@ -518,6 +518,7 @@ enum vdev_arm {
 
 struct vdev_reset_effect {
 	bool device; /* the device's function reset (backend FLR); host region checked */
+	bool tenant; /* ... and what an FLR keeps that a guest set (VCXL_RESET_TENANT) */
 	enum vdev_dvsec_reset dvsec; /* the virtual CXL Device DVSEC (Control, Lock, ...) */
 	bool decoders;		     /* virtual HDM decoders decommitted, Lock-On-Commit cleared */
 	bool comp;     /* the rest of the virtual component block (RAS) to reset values */
@@ -551,6 +552,7 @@ static const struct vdev_reset_effect vdev_reset_table[VDEV_RESET_KINDS] = {
     [VDEV_RESET_GONE_KEEP] = {.msix = ARM_DISARM},
     /* A clean device for the next tenant: as a fresh server would offer it. */
     [VDEV_RESET_GONE_RESET] = {.device = true,
+			       .tenant = true,
 			       .dvsec = DVSEC_CONVENTIONAL,
 			       .decoders = true,
 			       .comp = true,
@@ -628,7 +630,8 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind)
 	v->resets_by_kind[kind]++;
 	if (e->device) {
 		if (v->be->ops->reset)
-			rc = v->be->ops->reset(v->be->dev, VCXL_RESET_FLR);
+			rc = v->be->ops->reset(v->be->dev,
+					       e->tenant ? VCXL_RESET_TENANT : VCXL_RESET_FLR);
 		v->flrs++;
 	}
 	if (e->dvsec != DVSEC_KEEP || e->function)
