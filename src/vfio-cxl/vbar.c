@@ -217,25 +217,123 @@ static int mbox_rd32(void *opaque, uint32_t off, uint32_t *val)
 	return rc;
 }
 
-/* Where the Primary Mailbox is (8.2.8.2), if the device has one. */
-static void mbox_find(struct vcxl_vdev *v)
+/* Bytes of a mailbox at off (8.2.8.4): its registers and the payload its
+ * Capabilities register says, or the header's length if that is more. */
+static uint64_t mbox_extent(struct mbox_rd *r, uint32_t off, uint32_t len)
+{
+	uint32_t caps = 0;
+	unsigned shift = CXLDEV_MBOX_PAYLOAD_MAX_SHIFT;
+	uint64_t n;
+
+	if (!mbox_rd32(r, off + CXLDEV_MBOX_CAPS, &caps) &&
+	    VCXL_FIELD_GET(CXLDEV_MBOX_CAP_PAYLOAD_SIZE, caps) < shift)
+		shift = (unsigned)VCXL_FIELD_GET(CXLDEV_MBOX_CAP_PAYLOAD_SIZE, caps);
+	n = CXLDEV_MBOX_PAYLOAD + (1ull << shift);
+	return len > n ? len : n;
+}
+
+/* One capability header (8.2.8.2): kept in the guest's array, or (the
+ * Secondary Mailbox) left out of it and hidden. */
+static bool devcap_entry(struct vcxl_vdev *v, struct mbox_rd *r, const uint32_t hdr[4])
+{
+	uint16_t id = (uint16_t)VCXL_FIELD_GET(CXLDEV_CAP_HDR_ID, hdr[0]);
+	uint32_t off = hdr[CXLDEV_CAP_HDR_OFFSET / 4], len = hdr[CXLDEV_CAP_HDR_LENGTH / 4];
+
+	if (id == CXLDEV_CAP_ID_PRIMARY_MBOX && !v->has_mbox && len >= CXLDEV_MBOX_PAYLOAD) {
+		v->has_mbox = true;
+		v->mbox_bar = r->bar;
+		v->mbox_off = r->base + off;
+		v->mbox_len = mbox_extent(r, off, len);
+	}
+	/* CXL r3.1 8.2.8.2: the Secondary Mailbox is earmarked for platform
+	 * firmware, which is the host's: the guest neither sees nor reaches it */
+	if (id == CXLDEV_CAP_ID_SECONDARY_MBOX) {
+		v->has_smbox = true;
+		v->smbox_off = r->base + off;
+		v->smbox_len = mbox_extent(r, off, len);
+		return false;
+	}
+	return true;
+}
+
+/* Four dwords into the guest's view, little endian as the registers. */
+static void view_put(uint8_t *p, const uint32_t x[4])
+{
+	for (unsigned k = 0; k < 16; k++)
+		p[k] = (uint8_t)(x[k / 4] >> (8 * (k % 4)));
+}
+
+/* The device's capabilities (8.2.8.1-2): where the Primary Mailbox is, and
+ * the array as the guest reads it, without the Secondary Mailbox. */
+static void devcap_scan(struct vcxl_vdev *v)
 {
 	const struct vcxl_cxl_dev *d = v->dev;
 	struct mbox_rd r = {.v = v, .bar = d->devregs_bar, .base = d->devregs_off};
-	uint32_t off = 0, len = 0;
+	uint32_t arr[4], hdr[4];
+	unsigned count, kept = 0;
 
-	if (!d->has_devregs || d->devregs_bar >= VCXL_NUM_BARS ||
-	    vcxl_devcap_find(mbox_rd32, &r, CXLDEV_CAP_ID_PRIMARY_MBOX, &off, &len) ||
-	    len < CXLDEV_MBOX_PAYLOAD)
+	if (!d->has_devregs || d->devregs_bar >= VCXL_NUM_BARS)
 		return;
-	v->has_mbox = true;
-	v->mbox_bar = d->devregs_bar;
-	v->mbox_off = d->devregs_off + off;
+	for (unsigned k = 0; k < 4; k++)
+		if (mbox_rd32(&r, 4 * k, &arr[k]))
+			return;
+	if (VCXL_FIELD_GET(CXLDEV_CAP_ARRAY_ID, ((uint64_t)arr[1] << 32) | arr[0]) !=
+	    CXLDEV_CAP_ARRAY_CAP_ID)
+		return;
+	count = (unsigned)VCXL_FIELD_GET(CXLDEV_CAP_ARRAY_COUNT, ((uint64_t)arr[1] << 32) | arr[0]);
+	if (count > VCXL_DEVCAP_MAX_WALK)
+		count = VCXL_DEVCAP_MAX_WALK;
+	memset(v->devcap_view, 0, sizeof(v->devcap_view));
+	for (unsigned i = 0; i < count; i++) {
+		uint32_t h = CXLDEV_CAP_HDR_FIRST + i * CXLDEV_CAP_HDR_STRIDE;
+		for (unsigned k = 0; k < 4; k++)
+			if (mbox_rd32(&r, h + 4 * k, &hdr[k]))
+				return;
+		if (devcap_entry(v, &r, hdr))
+			view_put(v->devcap_view + CXLDEV_CAP_HDR_FIRST +
+				     kept++ * CXLDEV_CAP_HDR_STRIDE,
+				 hdr);
+	}
+	uint64_t a = ((uint64_t)arr[1] << 32) | arr[0];
+	a = (a & ~CXLDEV_CAP_ARRAY_COUNT) | VCXL_FIELD_PREP(CXLDEV_CAP_ARRAY_COUNT, kept);
+	arr[0] = (uint32_t)a;
+	arr[1] = (uint32_t)(a >> 32);
+	view_put(v->devcap_view, arr);
+	v->has_devcap = true;
+	v->devcap_off = d->devregs_off;
+	v->devcap_len = CXLDEV_CAP_HDR_FIRST + count * CXLDEV_CAP_HDR_STRIDE;
 }
 
 void vbar_mbox_reset(struct vcxl_vdev *v)
 {
 	v->mbox_refused = false;
+	v->mbox_inflight = false;
+}
+
+static bool range_hit(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* CXL r3.1 8.2.8.4: software writes Command and the payload only while the
+ * doorbell is clear; the device may read them until it clears it. Such a
+ * write while a passed doorbell is still set is dropped, so the device only
+ * ever sees the command that was checked. */
+static bool mbox_write_held(struct vcxl_vdev *v, uint64_t p, unsigned w)
+{
+	uint64_t ctrl = 0;
+
+	if (!v->mbox_inflight || (!range_hit(p, w, v->mbox_off + CXLDEV_MBOX_CMD, 8) &&
+				  !range_hit(p, w, v->mbox_off + CXLDEV_MBOX_PAYLOAD,
+					     v->mbox_len - CXLDEV_MBOX_PAYLOAD)))
+		return false;
+	if (!v->be->ops->bar_read(v->be->dev, v->mbox_bar, v->mbox_off + CXLDEV_MBOX_CTRL, 4,
+				  &ctrl) &&
+	    !(ctrl & CXLDEV_MBOX_CTRL_DOORBELL)) {
+		v->mbox_inflight = false;
+		return false;
+	}
+	return true;
 }
 
 /* A write of [p, p + w) carrying val: a doorbell for a command off the
@@ -253,8 +351,10 @@ static uint64_t mbox_filter_write(struct vcxl_vdev *v, uint64_t p, unsigned w, u
 	v->be->ops->bar_read(v->be->dev, v->mbox_bar, v->mbox_off + CXLDEV_MBOX_CMD, 8, &cmd);
 	uint16_t op = (uint16_t)VCXL_FIELD_GET(CXLDEV_MBOX_CMD_OPCODE, cmd);
 	v->mbox_refused = !vcxl_mbox_guest_allowed(op);
-	if (!v->mbox_refused)
+	if (!v->mbox_refused) {
+		v->mbox_inflight = true;
 		return val;
+	}
 	v->mbox_refused_op = op;
 	return val & ~db;
 }
@@ -284,8 +384,32 @@ static uint64_t mbox_filter_read(struct vcxl_vdev *v, uint64_t p, unsigned w, ui
 
 static bool mbox_regs(const struct vcxl_vdev *v, unsigned bar, uint64_t p, unsigned w)
 {
-	return v->has_mbox && bar == v->mbox_bar && p < v->mbox_off + CXLDEV_MBOX_PAYLOAD &&
-	       v->mbox_off < p + w;
+	return v->has_mbox && bar == v->mbox_bar && range_hit(p, w, v->mbox_off, v->mbox_len);
+}
+
+/* The capabilities array and the Secondary Mailbox: what the guest sees of
+ * them instead of the device (8.2.8.1-2). */
+static bool devcap_regs(const struct vcxl_vdev *v, unsigned bar, uint64_t p, unsigned w)
+{
+	if (bar != v->dev->devregs_bar)
+		return false;
+	return (v->has_devcap && range_hit(p, w, v->devcap_off, v->devcap_len)) ||
+	       (v->has_smbox && range_hit(p, w, v->smbox_off, v->smbox_len));
+}
+
+static uint64_t devcap_read(const struct vcxl_vdev *v, uint64_t p, unsigned w, uint64_t val)
+{
+	for (unsigned b = 0; b < w; b++) {
+		uint64_t a = p + b, x;
+		if (v->has_devcap && a >= v->devcap_off && a < v->devcap_off + v->devcap_len)
+			x = v->devcap_view[a - v->devcap_off];
+		else if (v->has_smbox && a >= v->smbox_off && a < v->smbox_off + v->smbox_len)
+			x = 0;
+		else
+			continue;
+		val = (val & ~(0xffull << (8 * b))) | (x << (8 * b));
+	}
+	return val;
 }
 
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
@@ -310,10 +434,15 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 		if (r->bar < VCXL_NUM_BARS)
 			hole_add(&v->bar[r->bar], r->off, r->len);
 	}
-	/* the mailbox registers are always trapped: the filter must see them */
-	mbox_find(v);
+	/* the mailbox registers and payload are always trapped: the filter must
+	 * see them; so are the capabilities array and a Secondary Mailbox */
+	devcap_scan(v);
 	if (v->has_mbox)
-		hole_add(&v->bar[v->mbox_bar], v->mbox_off, CXLDEV_MBOX_PAYLOAD);
+		hole_add(&v->bar[v->mbox_bar], v->mbox_off, v->mbox_len);
+	if (v->has_devcap)
+		hole_add(&v->bar[v->dev->devregs_bar], v->devcap_off, v->devcap_len);
+	if (v->has_smbox)
+		hole_add(&v->bar[v->dev->devregs_bar], v->smbox_off, v->smbox_len);
 	for (unsigned i = 0; i < VCXL_NUM_BARS; i++) {
 		struct vcxl_vbar *b = &v->bar[i];
 		sparse_compute(b);
@@ -477,6 +606,11 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 		if (write)
 			val = get_le(p8 + (p - off), w);
 		bool mb = !in_comp && mbox_regs(v, bar, p, w);
+		bool dc = !in_comp && devcap_regs(v, bar, p, w);
+		if (write && (dc || (mb && mbox_write_held(v, p, w)))) {
+			p += w; /* read-only or hidden, or the device holds a command */
+			continue;
+		}
 		if (write && mb)
 			val = mbox_filter_write(v, p, w, val);
 		if (in_comp)
@@ -489,6 +623,8 @@ int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *b
 			return rc;
 		if (!write && mb)
 			val = mbox_filter_read(v, p, w, val);
+		if (!write && dc)
+			val = devcap_read(v, p, w, val);
 		if (!write)
 			put_le(p8 + (p - off), w, val);
 		p += w;

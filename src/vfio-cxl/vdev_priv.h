@@ -8,6 +8,7 @@
 
 #include "variant.h"
 #include "../common/errmsg.h"
+#include "vcxl/cxl_mbox.h"
 #include "vcxl/cxl_spec.h"
 #include "vcxl/host_cxl.h"
 #include "vcxl/regfile.h"
@@ -37,6 +38,9 @@ enum vcfg_route {
  * need more is not mmappable at all (vbar_build says so), never truncated. */
 #define VBAR_MAX_HOLES 16
 #define VBAR_MSIX_MAX  2048 /* PCI 3.0 6.8.2.3: Table Size is 11 bits */
+/* The guest's Device Capabilities Array: its register and the headers a
+ * walk reads at most (CXL r3.1 8.2.8.1-2, VCXL_DEVCAP_MAX_WALK) */
+#define VBAR_DEVCAP_VIEW (CXLDEV_CAP_HDR_FIRST + VCXL_DEVCAP_MAX_WALK * CXLDEV_CAP_HDR_STRIDE)
 
 struct vcxl_vbar {
 	struct vcxl_bar_info bi;
@@ -91,13 +95,25 @@ struct vcxl_vdev {
 
 	struct vcxl_vbar bar[VCXL_NUM_BARS];
 
-	/* the memory device's Primary Mailbox (CXL r3.1 8.2.8.4): trapped, and
-	 * commands off the allow-list answered Unsupported (vbar.c) */
+	/* the memory device's Primary Mailbox (CXL r3.1 8.2.8.4): trapped whole
+	 * (registers and payload), commands off the allow-list answered
+	 * Unsupported, Command and payload writes dropped while the device may
+	 * still hold a command (vbar.c) */
 	bool has_mbox;
 	unsigned mbox_bar;
 	uint64_t mbox_off; /* in the BAR */
+	uint64_t mbox_len; /* registers and payload */
 	bool mbox_refused; /* the last doorbell was refused: Status and Command read so */
 	uint16_t mbox_refused_op;
+	bool mbox_inflight; /* a doorbell went to the device, not yet seen cleared */
+	/* the Device Capabilities Array (8.2.8.1-2) as the guest sees it: the
+	 * Secondary Mailbox left out, its registers hidden (read 0, writes dropped) */
+	bool has_devcap;
+	uint64_t devcap_off; /* in the devregs BAR */
+	uint32_t devcap_len;
+	uint8_t devcap_view[VBAR_DEVCAP_VIEW];
+	bool has_smbox;
+	uint64_t smbox_off, smbox_len; /* in the devregs BAR */
 
 	/* host mapping of the CXL region, made on first use (no page touched) */
 	uint8_t *region_map;
