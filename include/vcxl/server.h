@@ -240,6 +240,9 @@ bool vcxl_conn_busy(const struct vcxl_conn *c);
 int vcxl_conn_poll(struct vcxl_conn *c);
 /* ms until that wait's deadline (call vcxl_conn_drain then), -1 for none. */
 int vcxl_conn_timeout(const struct vcxl_conn *c);
+/* A device call of this connection runs on a worker thread (run_blocking: a
+ * reset): until it returns nothing else may use the device. */
+bool vcxl_conn_blocked(const struct vcxl_conn *c);
 /* True when the connection must be closed (fatal error seen). */
 bool vcxl_conn_dead(const struct vcxl_conn *c);
 void vcxl_conn_get_stats(const struct vcxl_conn *c, struct vcxl_conn_stats *st);
@@ -277,8 +280,9 @@ struct vcxl_loop_dev_info {
 	const char *name;
 	unsigned clients; /* accepted so far */
 	bool connected;
-	int pid, uid, gid;	   /* the client's SO_PEERCRED; -1 if unknown */
-	int64_t since_ms;	   /* CLOCK_MONOTONIC ms at accept */
+	int pid, uid, gid; /* the client's SO_PEERCRED; -1 if unknown */
+	int64_t since_ms;  /* CLOCK_MONOTONIC ms at accept */
+	bool busy; /* a device call runs on a worker thread (a reset): leave the device alone */
 	struct vcxl_conn_stats st; /* of the current connection */
 };
 unsigned vcxl_loop_devices(const struct vcxl_loop *l);

@@ -267,6 +267,32 @@ int vcxl_conn_poll(struct vcxl_conn *c)
  * (ops->client_gone: under --on-disconnect reset a device reset and a scrub),
  * on the coroutine so that its slow steps (a hardware FLR, a large scrub)
  * let the loop serve every other device in between (vcxl_conn_close_step). */
+bool vcxl_conn_blocked(const struct vcxl_conn *c)
+{
+	return c->co_busy && c->wait == WAIT_BLOCKING;
+}
+
+/* What of the device was the client's: its DMA windows (unmapped from the
+ * device's IOMMU) and its interrupts. One owner of the device at a time:
+ * never beside a device call that runs on the worker thread (a reset), so
+ * it waits for that call to return (vcxl_conn_close_step). */
+static void conn_release_device(struct vcxl_conn *c)
+{
+	if (c->dev_released || vcxl_conn_blocked(c))
+		return;
+	c->dev_released = true;
+	c->ops->set_dma(c->dev, &conn_closing_dma_ops, c);
+	c->ops->set_irq_handler(c->dev, conn_nodev_irq, NULL);
+	/* a device that signals eventfds itself must drop the client's */
+	for (uint32_t i = 0; c->ops->set_irq_eventfd && i < NUM_IRQ_INDEX; i++)
+		for (uint32_t v = 0; c->irqs[i].trigger && v < c->irqs[i].count; v++)
+			if (c->irqs[i].trigger[v] >= 0)
+				c->ops->set_irq_eventfd(c->dev, i, v, -1);
+	for (unsigned i = 0; i < NUM_IRQ_INDEX; i++)
+		conn_irq_index_free(&c->irqs[i]);
+	vcxl_dma_remove_all(&c->dma);
+}
+
 bool vcxl_conn_close(struct vcxl_conn *c)
 {
 	struct vcxl_msg *m;
@@ -280,8 +306,6 @@ bool vcxl_conn_close(struct vcxl_conn *c)
 	/* a handler waiting for this client's DMA ends now, with the device's
 	 * error; one waiting for the device (a reset) finishes in close_step */
 	conn_wake(c);
-	c->ops->set_dma(c->dev, &conn_closing_dma_ops, c);
-	c->ops->set_irq_handler(c->dev, conn_nodev_irq, NULL);
 	while ((m = conn_dequeue_msg(c)))
 		conn_msg_free(m);
 	conn_msg_free(c->rx);
@@ -300,20 +324,13 @@ bool vcxl_conn_close(struct vcxl_conn *c)
 		free(t);
 	}
 	c->tx_tail = NULL;
-	/* a device that signals eventfds itself must drop the client's */
-	for (uint32_t i = 0; c->ops->set_irq_eventfd && i < NUM_IRQ_INDEX; i++)
-		for (uint32_t v = 0; c->irqs[i].trigger && v < c->irqs[i].count; v++)
-			if (c->irqs[i].trigger[v] >= 0)
-				c->ops->set_irq_eventfd(c->dev, i, v, -1);
-	for (unsigned i = 0; i < NUM_IRQ_INDEX; i++)
-		conn_irq_index_free(&c->irqs[i]);
-	vcxl_dma_remove_all(&c->dma);
 	return vcxl_conn_close_step(c);
 }
 
 bool vcxl_conn_close_step(struct vcxl_conn *c)
 {
 	conn_wake(c);
+	conn_release_device(c);
 	if (c->co_busy)
 		return false;
 	/* a client that never negotiated could neither see nor change anything */

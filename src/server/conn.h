@@ -109,6 +109,7 @@ struct vcxl_conn {
 	pthread_t blk_th;
 	/* closing: the device's reset for the next client runs on the coroutine */
 	bool closing, gone_started, abandon;
+	bool dev_released;	    /* the client's DMA windows and IRQs are gone from the device */
 	uint16_t dma_id, dma_cmd;   /* the one outstanding DMA request */
 	struct vcxl_msg *dma_reply; /* its reply once it came */
 	int dma_err;		    /* why the wait ended without one */

@@ -13,6 +13,13 @@
  * command gets {"error": {"class": ..., "desc": ...}} and the connection stays.
  * Served from the device loop, between device messages, several clients at
  * once, while a VM is attached to the device sockets.
+ *
+ * One owner of a device at a time: while a device call runs on a worker
+ * thread (a reset through run_blocking), nothing here touches that device.
+ * query-status answers at once with "busy": true and, for that device, the
+ * description of the last query before (nothing read from the device);
+ * read-memory waits its turn: the client's requests stay unread, the loop
+ * goes on, and a timer looks again every VCXL_CONTROL_RETRY_MS.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +27,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +45,7 @@ struct ctl_client {
 	char buf[VCXL_CONTROL_LINE_MAX + 1];
 	size_t len;
 	bool skipping; /* inside an overlong line: drop bytes up to its newline */
+	bool held;     /* its next request waits for a busy device (not watched) */
 	struct vcxl_control *c;
 };
 
@@ -50,6 +59,11 @@ struct vcxl_control {
 	void *opaque;
 	struct ctl_client *clients[VCXL_CONTROL_CLIENTS];
 	uint64_t requests, errors;
+	/* the last description of each device (describe), for a busy device */
+	struct json_object **desc;
+	unsigned ndesc;
+	int tfd; /* held requests are looked at again on this timer */
+	bool timer_on;
 };
 
 static int64_t mono_ms(void)
@@ -126,6 +140,29 @@ static struct json_object *counters(const struct vcxl_conn_stats *st)
 	return o;
 }
 
+/* What describe adds for device i: read now, or (the device busy) the last
+ * description; NULL if there is none. The cache keeps a reference. */
+static struct json_object *describe_dev(struct vcxl_control *c, unsigned i, bool busy)
+{
+	struct json_object *x;
+
+	if (i >= c->ndesc) {
+		struct json_object **n = realloc(c->desc, sizeof(*n) * (i + 1));
+		if (!n)
+			return NULL;
+		memset(n + c->ndesc, 0, sizeof(*n) * (i + 1 - c->ndesc));
+		c->desc = n;
+		c->ndesc = i + 1;
+	}
+	if (busy)
+		return c->desc[i];
+	x = json_object_new_object();
+	c->describe(c->opaque, i, x);
+	json_object_put(c->desc[i]);
+	c->desc[i] = x;
+	return x;
+}
+
 static struct json_object *device_status(struct vcxl_control *c, unsigned i, int64_t now)
 {
 	struct vcxl_loop_dev_info di;
@@ -149,8 +186,12 @@ static struct json_object *device_status(struct vcxl_control *c, unsigned i, int
 	} else {
 		json_object_object_add(d, "client", NULL);
 	}
-	if (c->describe)
-		c->describe(c->opaque, i, d);
+	json_object_object_add(d, "busy", json_object_new_boolean(di.busy));
+	struct json_object *x = c->describe ? describe_dev(c, i, di.busy) : NULL;
+	if (x) {
+		json_object_object_foreach(x, key, val)
+		    json_object_object_add(d, key, json_object_get(val));
+	}
 	return d;
 }
 
@@ -221,7 +262,7 @@ static bool arg_u64(struct json_object *args, const char *key, uint64_t max, uin
  * for an operator who cannot read it otherwise (the region is a sealed memfd
  * the server keeps). Admin only: the control socket, never a device socket. */
 static struct json_object *read_memory(struct vcxl_control *c, struct json_object *args,
-				       const char **cls, const char **desc)
+				       const char **cls, const char **desc, bool *wait)
 {
 	static const char hex[] = "0123456789abcdef";
 	uint8_t buf[VCXL_CONTROL_READ_MAX];
@@ -247,6 +288,13 @@ static struct json_object *read_memory(struct vcxl_control *c, struct json_objec
 			"must be integers";
 		return NULL;
 	}
+	struct vcxl_loop_dev_info di;
+	if (!vcxl_loop_device_info(c->loop, (unsigned)dev, &di) && di.busy) {
+		*wait = true; /* its turn comes when the device call returns */
+		*cls = "DeviceBusy";
+		*desc = "the device is being reset";
+		return NULL;
+	}
 	rc = c->read(c->opaque, (unsigned)dev, off, buf, (size_t)len);
 	if (rc) {
 		*cls = "InvalidParameter";
@@ -267,7 +315,10 @@ static struct json_object *read_memory(struct vcxl_control *c, struct json_objec
 	return r;
 }
 
-struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req, size_t len)
+/* One request; *wait (when the caller can wait) set instead of a reply when
+ * it must wait for a busy device. */
+static struct json_object *control_handle(struct vcxl_control *c, const char *req, size_t len,
+					  bool *wait)
 {
 	struct json_tokener *tok = json_tokener_new();
 	struct json_object *j, *ex, *args = NULL, *lv, *ret;
@@ -336,8 +387,15 @@ struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req,
 		ret = NULL;
 	} else if (!strcmp(cmd, "read-memory")) {
 		const char *cls = "GenericError", *desc = "";
+		bool busy = false;
 
-		ret = read_memory(c, args, &cls, &desc);
+		ret = read_memory(c, args, &cls, &desc, &busy);
+		if (!ret && busy && wait) {
+			json_object_put(j);
+			c->requests--; /* counted when it is served */
+			*wait = true;
+			return NULL;
+		}
 		if (!ret) {
 			json_object_put(j);
 			c->errors++;
@@ -353,6 +411,11 @@ struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req,
 	}
 	json_object_put(j);
 	return ok_reply(ret);
+}
+
+struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req, size_t len)
+{
+	return control_handle(c, req, len, NULL);
 }
 
 static void client_close(struct ctl_client *k)
@@ -392,6 +455,69 @@ static int client_send(struct ctl_client *k, struct json_object *r)
 	return rc;
 }
 
+static void timer_arm(struct vcxl_control *c, bool on)
+{
+	struct itimerspec it = {0};
+
+	if (on == c->timer_on || c->tfd < 0)
+		return;
+	if (on)
+		it.it_interval.tv_nsec = it.it_value.tv_nsec = VCXL_CONTROL_RETRY_MS * 1000000L;
+	timerfd_settime(c->tfd, 0, &it, NULL);
+	c->timer_on = on;
+}
+
+/* The next request waits for a busy device: nothing more is read from the
+ * client until it is served. */
+static void client_hold(struct ctl_client *k)
+{
+	k->held = true;
+	vcxl_loop_unwatch(k->c->loop, k->fd);
+	timer_arm(k->c, true);
+}
+
+/* Serve the complete lines received, in order: 0, 1 when one waits
+ * (client_hold), -1 when the client was closed. */
+static int client_lines(struct ctl_client *k)
+{
+	for (;;) {
+		char *nl = memchr(k->buf, '\n', k->len);
+		size_t line;
+
+		if (!nl) {
+			if (k->len < sizeof(k->buf) - 1)
+				return 0;
+			/* no newline in a full buffer: an overlong request */
+			if (!k->skipping &&
+			    client_send(k, err_reply("GenericError", "request line too long"))) {
+				client_close(k);
+				return -1;
+			}
+			k->skipping = true;
+			k->len = 0;
+			return 0;
+		}
+		line = (size_t)(nl - k->buf);
+		if (k->skipping) {
+			k->skipping = false;
+		} else if (line) {
+			bool wait = false;
+			struct json_object *r = control_handle(k->c, k->buf, line, &wait);
+
+			if (wait) {
+				client_hold(k);
+				return 1;
+			}
+			if (client_send(k, r)) {
+				client_close(k);
+				return -1;
+			}
+		}
+		memmove(k->buf, nl + 1, k->len - line - 1);
+		k->len -= line + 1;
+	}
+}
+
 static void client_event(void *opaque, uint32_t ev)
 {
 	struct ctl_client *k = opaque;
@@ -405,33 +531,33 @@ static void client_event(void *opaque, uint32_t ev)
 		return;
 	}
 	k->len += (size_t)n;
-	for (;;) {
-		char *nl = memchr(k->buf, '\n', k->len);
-		size_t line;
+	client_lines(k);
+}
 
-		if (!nl) {
-			if (k->len < sizeof(k->buf) - 1)
-				return;
-			/* no newline in a full buffer: an overlong request */
-			if (!k->skipping &&
-			    client_send(k, err_reply("GenericError", "request line too long"))) {
-				client_close(k);
-				return;
-			}
-			k->skipping = true;
-			k->len = 0;
-			return;
-		}
-		line = (size_t)(nl - k->buf);
-		if (k->skipping) {
-			k->skipping = false;
-		} else if (line && client_send(k, vcxl_control_handle(k->c, k->buf, line))) {
+/* A held request's turn: served if its device is free, and the client read
+ * again once nothing of it waits. */
+static void timer_event(void *opaque, uint32_t ev)
+{
+	struct vcxl_control *c = opaque;
+	uint64_t ticks;
+	bool held = false;
+
+	if (read(c->tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		return;
+	for (unsigned i = 0; i < VCXL_CONTROL_CLIENTS; i++) {
+		struct ctl_client *k = c->clients[i];
+
+		if (!k || !k->held)
+			continue;
+		k->held = false;
+		int rc = client_lines(k);
+		if (rc == 1)
+			held = true;
+		else if (rc == 0 && vcxl_loop_watch(c->loop, k->fd, EPOLLIN, client_event, k))
 			client_close(k);
-			return;
-		}
-		memmove(k->buf, nl + 1, k->len - line - 1);
-		k->len -= line + 1;
 	}
+	if (!held)
+		timer_arm(c, false);
 }
 
 static void listen_event(void *opaque, uint32_t ev)
@@ -467,6 +593,12 @@ void vcxl_control_set_reader(struct vcxl_control *c, vcxl_control_read_fn fn)
 	c->read = fn;
 }
 
+static void timer_close(struct vcxl_control *c)
+{
+	vcxl_loop_unwatch(c->loop, c->tfd);
+	close(c->tfd);
+}
+
 int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_describe_fn fn,
 			void *opaque, struct vcxl_control **out)
 {
@@ -479,10 +611,19 @@ int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_desc
 	c->describe = fn;
 	c->opaque = opaque;
 	c->start_ms = mono_ms();
+	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->tfd < 0 || vcxl_loop_watch(l, c->tfd, EPOLLIN, timer_event, c)) {
+		rc = c->tfd < 0 ? -errno : -ENOMEM;
+		if (c->tfd >= 0)
+			close(c->tfd);
+		free(c);
+		return rc;
+	}
 	c->path = strdup(path);
 	c->lfd = c->path ? vcxl_loop_listen(l, path, VCXL_CONTROL_CLIENTS) : -ENOMEM;
 	if (c->lfd < 0) {
 		rc = c->lfd;
+		timer_close(c);
 		free(c->path);
 		free(c);
 		return rc;
@@ -491,6 +632,7 @@ int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_desc
 	if (rc) {
 		close(c->lfd);
 		unlink(c->path);
+		timer_close(c);
 		free(c->path);
 		free(c);
 		return rc;
@@ -510,6 +652,10 @@ void vcxl_control_destroy(struct vcxl_control *c)
 	vcxl_loop_unwatch(c->loop, c->lfd);
 	close(c->lfd);
 	unlink(c->path);
+	timer_close(c);
+	for (unsigned i = 0; i < c->ndesc; i++)
+		json_object_put(c->desc[i]);
+	free(c->desc);
 	free(c->path);
 	free(c);
 }

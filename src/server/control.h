@@ -11,6 +11,9 @@
 #define VCXL_CONTROL_LINE_MAX 4096
 /* Control clients served at once; more wait in the listen backlog. */
 #define VCXL_CONTROL_CLIENTS 8
+/* How often a request that waits for a busy device (read-memory during a
+ * reset) looks again, in ms. */
+#define VCXL_CONTROL_RETRY_MS 5
 
 struct vcxl_control;
 

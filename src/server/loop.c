@@ -470,6 +470,8 @@ int vcxl_loop_device_info(const struct vcxl_loop *l, unsigned i, struct vcxl_loo
 	info->name = d->name;
 	info->clients = d->clients;
 	info->connected = d->conn != NULL;
+	info->busy = (d->conn && vcxl_conn_blocked(d->conn)) ||
+		     (d->closing && vcxl_conn_blocked(d->closing));
 	info->pid = info->uid = info->gid = -1;
 	if (d->conn) {
 		info->pid = d->pid;
