@@ -1,26 +1,34 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * The memory device's mailboxes as a hostile guest reaches them through the
- * vfio-cxl core (CXL r3.1 8.2.8): the Type-3 model behind a backend that adds
- * what real devices may have and the model has not:
+ * The memory device's mailboxes as a hostile guest reaches them (CXL r3.1
+ * 8.2.8): the vfio-cxl core served by the event loop on a real socket, the
+ * client library as the VMM, over the Type-3 model behind a backend that
+ * adds what real devices may have and the model has not:
  *  - a Secondary Mailbox (capability 0003h) after the model's block, which
  *    runs every command it is given: the guest's capabilities array does not
  *    list it, its registers are neither mappable nor reachable, and Sanitize,
  *    Set LSA or Transfer FW written there as the hardware lays it out never
  *    reach the device;
  *  - a Primary Mailbox that keeps a command in flight (the doorbell set)
- *    until the test lets it run: a forbidden opcode and payload written
+ *    until the test lets it run (a write of RELEASE_VAL at RELEASE_OFF, a
+ *    BAR2 offset the model ignores): a forbidden opcode and payload written
  *    meanwhile never reach the device, which runs the allowed command with
  *    its own payload.
  */
 #include <errno.h>
 #include <linux/vfio.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "tap.h"
+#include "vcxl/client.h"
 #include "vcxl/cxl_mbox.h"
+#include "vcxl/server.h"
 #include "vcxl/model.h"
 #include "vcxl/vfio_cxl.h"
 
@@ -32,6 +40,9 @@
 #define SMB	  (BLK + SMB_REL)
 #define SMB_SHIFT 8
 #define SMB_LEN	  (CXLDEV_MBOX_PAYLOAD + (1u << SMB_SHIFT))
+/* the test's own register: the held command runs when this is written */
+#define RELEASE_OFF 0x100
+#define RELEASE_VAL 0x52454c45u
 /* the header the backend adds after the model's three */
 #define HDR_SMB (BLK + CXLDEV_CAP_HDR_FIRST + VCXL_MDEV_NR_CAPS * CXLDEV_CAP_HDR_STRIDE)
 
@@ -115,8 +126,14 @@ static void smb_write(uint64_t off, unsigned len, uint64_t val)
 	}
 }
 
+static void f_release(void);
+
 static int f_bar_write(void *dev, unsigned bar, uint64_t off, unsigned len, uint64_t val)
 {
+	if (bar == 2 && off == RELEASE_OFF && val == RELEASE_VAL) {
+		f_release();
+		return 0;
+	}
 	if (bar == 2 && hit(off, len, SMB, SMB_LEN)) {
 		smb_write(off, len, val);
 		return 0;
@@ -161,21 +178,26 @@ static const char *f_unshareable(void *dev, int fd, bool *never)
 	return F.inner->ops->fd_unshareable(F.inner->dev, fd, never);
 }
 
-/* ---- the guest ----------------------------------------------------------- */
+/* ---- the guest: a client on the device socket ---------------------------- */
 
-static struct vcxl_vdev *V;
+static struct vcxl_client *C;
 
 static uint64_t g_rd(uint64_t off, unsigned len)
 {
 	uint64_t x = 0;
 
-	vcxl_vdev_ops.region_read(V, BAR2, off, &x, len);
+	vcxl_client_region_read(C, BAR2, off, &x, len);
 	return x;
 }
 
 static void g_wr(uint64_t off, unsigned len, uint64_t x)
 {
-	vcxl_vdev_ops.region_write(V, BAR2, off, &x, len);
+	vcxl_client_region_write(C, BAR2, off, &x, len);
+}
+
+static void g_wbuf(uint64_t off, const void *buf, size_t len)
+{
+	vcxl_client_region_write(C, BAR2, off, buf, len);
 }
 
 /* CXL r3.1 8.2.8.4 as cxl_pci sends a command: payload, Command, doorbell;
@@ -183,7 +205,7 @@ static void g_wr(uint64_t off, unsigned len, uint64_t x)
 static void g_submit(uint64_t mb, uint16_t op, const void *in, size_t in_len)
 {
 	if (in_len)
-		vcxl_vdev_ops.region_write(V, BAR2, mb + CXLDEV_MBOX_PAYLOAD, in, in_len);
+		g_wbuf(mb + CXLDEV_MBOX_PAYLOAD, in, in_len);
 	g_wr(mb + CXLDEV_MBOX_CMD, 8,
 	     VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_OPCODE, op) |
 		 VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_PAYLOAD_LEN, in_len));
@@ -201,7 +223,7 @@ static int g_result(uint64_t mb, void *out, size_t *out_len)
 	if (n > *out_len)
 		n = *out_len;
 	if (n)
-		vcxl_vdev_ops.region_read(V, BAR2, mb + CXLDEV_MBOX_PAYLOAD, out, n);
+		vcxl_client_region_read(C, BAR2, mb + CXLDEV_MBOX_PAYLOAD, out, n);
 	*out_len = n;
 	return (int)VCXL_FIELD_GET(CXLDEV_MBOX_STATUS_RC, g_rd(mb + CXLDEV_MBOX_STATUS, 8));
 }
@@ -245,10 +267,12 @@ static void test_secondary_hidden(void)
 	   count, VCXL_MDEV_NR_CAPS + 1);
 	is(pmb, PMB, "... and the Primary Mailbox where the device has it");
 
-	struct vcxl_vregion_info ri;
+	struct vcxl_client_region ri;
 	bool clear = true;
 	memset(&ri, 0, sizeof(ri));
-	vcxl_vdev_ops.region_info(V, BAR2, &ri);
+	vcxl_client_region_info(C, BAR2, &ri);
+	if (ri.fd >= 0)
+		close(ri.fd);
 	ok(ri.flags & VFIO_REGION_INFO_FLAG_MMAP, "BAR2 is mappable (%u areas)", ri.nr_sparse);
 	for (unsigned i = 0; i < ri.nr_sparse; i++) {
 		uint64_t o = ri.sparse[i].offset, s = ri.sparse[i].size;
@@ -297,7 +321,7 @@ static void test_inflight(void)
 	/* the hostile guest: Set LSA and its payload while the doorbell is set */
 	memset(set, 0, CXL_SET_LSA_HDR_SIZE);
 	memset(set + CXL_SET_LSA_HDR_SIZE, 0xee, 16);
-	vcxl_vdev_ops.region_write(V, BAR2, PMB + CXLDEV_MBOX_PAYLOAD, set, sizeof(set));
+	g_wbuf(PMB + CXLDEV_MBOX_PAYLOAD, set, sizeof(set));
 	g_wr(PMB + CXLDEV_MBOX_CMD, 8,
 	     VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_OPCODE, CXL_MBOX_OP_SET_LSA) |
 		 VCXL_FIELD_PREP(CXLDEV_MBOX_CMD_PAYLOAD_LEN, sizeof(set)));
@@ -310,7 +334,7 @@ static void test_inflight(void)
 	F.inner->ops->bar_read(F.inner->dev, 2, PMB + CXLDEV_MBOX_CMD, 8, &cmd);
 	is(VCXL_FIELD_GET(CXLDEV_MBOX_CMD_OPCODE, cmd), CXL_MBOX_OP_GET_LSA,
 	   "the device's Command register still holds Get LSA");
-	f_release();
+	g_wr(RELEASE_OFF, 4, RELEASE_VAL); /* the device runs what it holds */
 	int rc = g_result(PMB, out, &n);
 	ok(rc == CXL_MBOX_RC_SUCCESS && n == 16 && !memcmp(out, lsa0, 16),
 	   "the device ran Get LSA with its own payload (rc %d, %zu bytes)", rc, n);
@@ -322,13 +346,30 @@ static void test_inflight(void)
 	   "the next command (Identify) goes through once the doorbell cleared");
 }
 
+static struct vcxl_loop *loop;
+
+static void *loop_main(void *arg)
+{
+	(void)arg;
+	vcxl_loop_run(loop);
+	return NULL;
+}
+
 int main(void)
 {
 	struct vcxl_model_cfg mc = {
 	    .mem_size = VCXL_SZ_256M, .decoders = 2, .kind = VCXL_MODEL_TYPE3};
 	struct vcxl_model *m = NULL;
-	char err[256] = "";
+	struct vcxl_vdev *v = NULL;
+	char err[256] = "", dir[] = "/tmp/vcxl-mbox-XXXXXX", path[64];
+	sigset_t set;
+	pthread_t th;
 
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (!ok(vcxl_model_create(&mc, &m) == 0, "Type-3 model"))
 		return done();
 	F.inner = vcxl_model_backend(m);
@@ -340,15 +381,25 @@ int main(void)
 	F.be.ops = &F.ops;
 	F.be.dev = F.inner->dev;
 	F.bar2_fd = memfd_create("bar2", MFD_CLOEXEC);
-	ftruncate(F.bar2_fd, VCXL_MODEL_T3_BAR2_SIZE);
+	setup_ok(ftruncate(F.bar2_fd, VCXL_MODEL_T3_BAR2_SIZE));
 	F.smb[CXLDEV_MBOX_CAPS] = SMB_SHIFT;
-	is(vcxl_vdev_create(&F.be, NULL, &V, err, sizeof(err)), 0,
+	is(vcxl_vdev_create(&F.be, NULL, &v, err, sizeof(err)), 0,
 	   "vdev over a Type-3 with a Secondary Mailbox (%s)", err);
-	if (V) {
+	setup_ok(!mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/dev", dir);
+	setup_ok(vcxl_loop_create(&loop));
+	setup_ok(vcxl_loop_add_device(loop, path, &vcxl_vdev_ops, v, NULL));
+	pthread_create(&th, NULL, loop_main, NULL);
+	if (ok(v && vcxl_client_connect(path, &C) == 0, "a client on the device socket")) {
 		test_secondary_hidden();
 		test_inflight();
-		vcxl_vdev_destroy(V);
+		vcxl_client_close(C);
 	}
+	kill(getpid(), SIGTERM);
+	pthread_join(th, NULL);
+	vcxl_loop_destroy(loop);
+	rmdir(dir);
+	vcxl_vdev_destroy(v);
 	vcxl_model_destroy(m);
 	close(F.bar2_fd);
 	return done();
