@@ -245,7 +245,7 @@ static bool devcap_entry(struct vcxl_vdev *v, struct mbox_rd *r, const uint32_t 
 		v->mbox_off = r->base + off;
 		v->mbox_len = mbox_extent(r, off, len);
 	}
-	/* CXL r3.1 8.2.8.2: the Secondary Mailbox is earmarked for platform
+	/* CXL r3.1 8.2.8.4: the Secondary Mailbox is earmarked for platform
 	 * firmware, which is the host's: the guest neither sees nor reaches it */
 	if (id == CXLDEV_CAP_ID_SECONDARY_MBOX) {
 		v->has_smbox = true;
