@@ -20,6 +20,18 @@
  * description of the last query before (nothing read from the device);
  * read-memory waits its turn: the client's requests stay unread, the loop
  * goes on, and a timer looks again every VCXL_CONTROL_RETRY_MS.
+ *
+ * Who may do what (docs/security.md, "The control socket"): the socket file
+ * is root's, mode 0600, unless --control-mode/--control-group widen it; the
+ * file decides who connects. Each connection's peer (SO_PEERCRED, taken at
+ * accept) is then either
+ *   admin:    uid 0 or the server's own (effective) uid: every command;
+ *   observer: anyone else the file let in: query-devices, query-log-level
+ *             and a redacted query-status (the devices and whether a client
+ *             is attached; no client pid/uid/gid, counters, host registers or
+ *             guest decoders). read-memory and set-log-level are refused
+ *             with {"error": {"class": "PermissionDenied"}} in every
+ *             configuration, whatever the socket's mode.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +58,7 @@ struct ctl_client {
 	size_t len;
 	bool skipping; /* inside an overlong line: drop bytes up to its newline */
 	bool held;     /* its next request waits for a busy device (not watched) */
+	bool admin;    /* the peer may run every command (ctl_peer_is_admin) */
 	struct vcxl_control *c;
 };
 
@@ -157,13 +170,16 @@ static struct json_object *describe_dev(struct vcxl_control *c, unsigned i, bool
 	if (busy)
 		return c->desc[i];
 	x = json_object_new_object();
-	c->describe(c->opaque, i, x);
+	c->describe(c->opaque, i, true, x);
 	json_object_put(c->desc[i]);
 	c->desc[i] = x;
 	return x;
 }
 
-static struct json_object *device_status(struct vcxl_control *c, unsigned i, int64_t now)
+/* Device i's status; an observer's omits everything of the tenant's own (its
+ * pid/uid/gid, counters, guest decoders, host registers). */
+static struct json_object *device_status(struct vcxl_control *c, unsigned i, int64_t now,
+					 bool admin)
 {
 	struct vcxl_loop_dev_info di;
 	struct json_object *d = json_object_new_object();
@@ -173,6 +189,13 @@ static struct json_object *device_status(struct vcxl_control *c, unsigned i, int
 	json_object_object_add(d, "name", json_object_new_string(di.name));
 	json_object_object_add(d, "socket", json_object_new_string(di.path ? di.path : ""));
 	json_object_object_add(d, "clients_served", json_object_new_int64(di.clients));
+	json_object_object_add(d, "connected", json_object_new_boolean(di.connected));
+	if (!admin) {
+		/* only what is no tenant's, and nothing read from the device */
+		if (c->describe)
+			c->describe(c->opaque, i, false, d);
+		return d;
+	}
 	if (di.connected) {
 		struct json_object *cl = json_object_new_object();
 
@@ -195,7 +218,8 @@ static struct json_object *device_status(struct vcxl_control *c, unsigned i, int
 	return d;
 }
 
-static struct json_object *query_status(struct vcxl_control *c, struct json_object *args)
+static struct json_object *query_status(struct vcxl_control *c, struct json_object *args,
+					bool admin)
 {
 	struct json_object *r = json_object_new_object(), *devs = json_object_new_array(), *v;
 	int64_t now = mono_ms();
@@ -217,9 +241,10 @@ static struct json_object *query_status(struct vcxl_control *c, struct json_obje
 	json_object_object_add(r, "uptime_ms", json_object_new_int64(now - c->start_ms));
 	json_object_object_add(r, "log_level",
 			       json_object_new_string(level_names[vcxl_log_get_level()]));
+	json_object_object_add(r, "access", json_object_new_string(admin ? "admin" : "observer"));
 	for (unsigned i = 0; i < n; i++)
 		if (only < 0 || (unsigned)only == i)
-			json_object_array_add(devs, device_status(c, i, now));
+			json_object_array_add(devs, device_status(c, i, now, admin));
 	json_object_object_add(r, "devices", devs);
 	return r;
 }
@@ -315,10 +340,17 @@ static struct json_object *read_memory(struct vcxl_control *c, struct json_objec
 	return r;
 }
 
-/* One request; *wait (when the caller can wait) set instead of a reply when
- * it must wait for a busy device. */
-static struct json_object *control_handle(struct vcxl_control *c, const char *req, size_t len,
-					  bool *wait)
+/* Commands an observer may run; everything else is the administrator's. */
+static bool observer_may(const char *cmd)
+{
+	return !strcmp(cmd, "query-status") || !strcmp(cmd, "query-devices") ||
+	       !strcmp(cmd, "query-log-level");
+}
+
+/* One request (admin false: an observer's); *wait (when the caller can wait)
+ * set instead of a reply when it must wait for a busy device. */
+static struct json_object *control_handle(struct vcxl_control *c, bool admin, const char *req,
+					  size_t len, bool *wait)
 {
 	struct json_tokener *tok = json_tokener_new();
 	struct json_object *j, *ex, *args = NULL, *lv, *ret;
@@ -358,8 +390,17 @@ static struct json_object *control_handle(struct vcxl_control *c, const char *re
 		return err_reply("GenericError", "\"arguments\" must be an object");
 	}
 	cmd = json_object_get_string(ex);
+	if (!admin && !observer_may(cmd)) {
+		char desc[160];
+
+		snprintf(desc, sizeof(desc),
+			 "'%.64s' is the administrator's (uid 0 or the server's uid)", cmd);
+		json_object_put(j);
+		c->errors++;
+		return err_reply("PermissionDenied", desc);
+	}
 	if (!strcmp(cmd, "query-status")) {
-		ret = query_status(c, args);
+		ret = query_status(c, args, admin);
 		if (!ret) {
 			json_object_put(j);
 			c->errors++;
@@ -413,9 +454,10 @@ static struct json_object *control_handle(struct vcxl_control *c, const char *re
 	return ok_reply(ret);
 }
 
-struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req, size_t len)
+struct json_object *vcxl_control_handle(struct vcxl_control *c, bool admin, const char *req,
+					size_t len)
 {
-	return control_handle(c, req, len, NULL);
+	return control_handle(c, admin, req, len, NULL);
 }
 
 static void client_close(struct ctl_client *k)
@@ -502,7 +544,7 @@ static int client_lines(struct ctl_client *k)
 			k->skipping = false;
 		} else if (line) {
 			bool wait = false;
-			struct json_object *r = control_handle(k->c, k->buf, line, &wait);
+			struct json_object *r = control_handle(k->c, k->admin, k->buf, line, &wait);
 
 			if (wait) {
 				client_hold(k);
@@ -560,6 +602,18 @@ static void timer_event(void *opaque, uint32_t ev)
 		timer_arm(c, false);
 }
 
+/* The peer is the administrator: root, or the uid the server runs as (after
+ * --user, that user). A peer whose credentials cannot be read is not. */
+static bool ctl_peer_is_admin(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || len != sizeof(cr))
+		return false;
+	return cr.uid == 0 || cr.uid == geteuid();
+}
+
 static void listen_event(void *opaque, uint32_t ev)
 {
 	struct vcxl_control *c = opaque;
@@ -580,6 +634,7 @@ static void listen_event(void *opaque, uint32_t ev)
 	}
 	k->fd = fd;
 	k->c = c;
+	k->admin = ctl_peer_is_admin(fd);
 	if (vcxl_loop_watch(c->loop, fd, EPOLLIN, client_event, k)) {
 		close(fd);
 		free(k);
@@ -599,8 +654,8 @@ static void timer_close(struct vcxl_control *c)
 	close(c->tfd);
 }
 
-int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_describe_fn fn,
-			void *opaque, struct vcxl_control **out)
+int vcxl_control_create(struct vcxl_loop *l, const char *path, int mode, gid_t gid,
+			vcxl_control_describe_fn fn, void *opaque, struct vcxl_control **out)
 {
 	struct vcxl_control *c = calloc(1, sizeof(*c));
 	int rc;
@@ -620,7 +675,7 @@ int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_desc
 		return rc;
 	}
 	c->path = strdup(path);
-	c->lfd = c->path ? vcxl_loop_listen(l, path, VCXL_CONTROL_CLIENTS) : -ENOMEM;
+	c->lfd = c->path ? vcxl_sock_listen_perm(path, VCXL_CONTROL_CLIENTS, mode, gid) : -ENOMEM;
 	if (c->lfd < 0) {
 		rc = c->lfd;
 		timer_close(c);
@@ -637,7 +692,8 @@ int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_desc
 		free(c);
 		return rc;
 	}
-	vcxl_log(VCXL_LOG_INFO, "control socket %s", path);
+	vcxl_log(VCXL_LOG_INFO, "control socket %s (mode 0%o%s)", path, (unsigned)mode,
+		 gid != (gid_t)-1 ? ", --control-group" : "");
 	*out = c;
 	return 0;
 }

@@ -18,8 +18,11 @@
 struct vcxl_control;
 
 /* What only the server's main knows of device index (model, host region,
- * the guest's committed decoders, resets), added to its status object. */
-typedef void (*vcxl_control_describe_fn)(void *opaque, unsigned index, struct json_object *dev);
+ * the guest's committed decoders, resets), added to its status object; with
+ * admin false (an observer asks) only what is no tenant's: the backend and
+ * model. */
+typedef void (*vcxl_control_describe_fn)(void *opaque, unsigned index, bool admin,
+					 struct json_object *dev);
 
 /* read-memory: bytes [off, off + len) of device index's CXL region (the memory
  * the guest maps), len <= VCXL_CONTROL_READ_MAX. 0 or -errno. */
@@ -28,16 +31,23 @@ typedef int (*vcxl_control_read_fn)(void *opaque, unsigned index, uint64_t off, 
 /* The most bytes one read-memory request returns (hex: twice that in the reply). */
 #define VCXL_CONTROL_READ_MAX 4096
 
+/* The control socket's mode unless --control-mode says otherwise: the
+ * administrator's alone (the socket is made by root, before --user). */
+#define VCXL_CONTROL_MODE 0600
+
 /* Listen on path (a stale socket there is replaced, anything else refused)
- * and serve requests from the loop. 0 or -errno. */
-int vcxl_control_create(struct vcxl_loop *l, const char *path, vcxl_control_describe_fn fn,
-			void *opaque, struct vcxl_control **out);
+ * with mode and group gid ((gid_t)-1: the process's) and serve requests from
+ * the loop; see control.c for who may run what. 0 or -errno. */
+int vcxl_control_create(struct vcxl_loop *l, const char *path, int mode, gid_t gid,
+			vcxl_control_describe_fn fn, void *opaque, struct vcxl_control **out);
 /* Serve read-memory through fn (with the describe function's opaque); without
  * it the command is refused. */
 void vcxl_control_set_reader(struct vcxl_control *c, vcxl_control_read_fn fn);
 /* Close every control connection, remove the socket. */
 void vcxl_control_destroy(struct vcxl_control *c);
-/* One request (a JSON text) answered as one JSON object (caller puts it). */
-struct json_object *vcxl_control_handle(struct vcxl_control *c, const char *req, size_t len);
+/* One request (a JSON text) answered as one JSON object (caller puts it);
+ * admin false: an observer's request (control.c's policy). */
+struct json_object *vcxl_control_handle(struct vcxl_control *c, bool admin, const char *req,
+					size_t len);
 
 #endif /* VCXL_SERVER_CONTROL_H */

@@ -40,6 +40,9 @@
 #define OPT_SOCKET_MODE	 0x101
 #define OPT_SOCKET_GROUP 0x102
 #define OPT_USER	 0x103
+/* the control socket's own permissions (control.c) */
+#define OPT_CONTROL_MODE  0x120
+#define OPT_CONTROL_GROUP 0x121
 
 struct opts {
 	const char *socket;
@@ -60,6 +63,8 @@ struct opts {
 	int socket_mode;		       /* --socket-mode, -1 = umask */
 	gid_t socket_gid;		       /* --socket-group, (gid_t)-1 = none */
 	const char *user;		       /* --user: drop to it once everything is open */
+	int control_mode;		       /* --control-mode (default VCXL_CONTROL_MODE) */
+	gid_t control_gid;		       /* --control-group, (gid_t)-1 = none */
 };
 
 static void usage(FILE *f)
@@ -126,7 +131,14 @@ static void usage(FILE *f)
 		"                           client messages are logged at warn as\n"
 		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
 		"  -K, --control PATH       JSON control socket (default SOCKET.ctl, next to the\n"
-		"                           device sockets; none: off): vcxl status reads it\n"
+		"                           device sockets; none: off): vcxl status reads it.\n"
+		"                           Root's, mode 0600, whatever --socket-mode says\n"
+		"      --control-mode MODE  mode of the control socket, octal (default 0600)\n"
+		"      --control-group GROUP group of the control socket (name or number).\n"
+		"                           Whoever it lets in besides root and the server's\n"
+		"                           uid only observes: query-status without any\n"
+		"                           tenant's pid/uid/counters; read-memory and\n"
+		"                           set-log-level stay the administrator's\n"
 		"  -C, --config FILE        options from FILE, one per line without the dashes\n"
 		"                           (\"mem-size = 1G\"); the command line's win\n"
 		"  -V, --version            print the version and exit\n"
@@ -164,6 +176,36 @@ static int die_opt(const char *opt, const char *val, const char *why)
 	return 2;
 }
 
+/* A group by name or number: 0 and *gid set, or -1. */
+static int parse_group(const char *s, gid_t *gid)
+{
+	struct group *g = getgrnam(s);
+	char *end;
+	unsigned long id = strtoul(s, &end, 10);
+
+	if (g)
+		*gid = g->gr_gid;
+	else if (end != s && !*end && id < (gid_t)-1)
+		*gid = (gid_t)id;
+	else
+		return -1;
+	return 0;
+}
+
+/* An octal mode 0..0777: 0 and *mode set, or -1. */
+static int parse_mode(const char *s, int *mode)
+{
+	char *end;
+	unsigned long m;
+
+	errno = 0;
+	m = strtoul(s, &end, 8);
+	if (errno || end == s || *end || m > 0777)
+		return -1;
+	*mode = (int)m;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
@@ -191,6 +233,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	    {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
 	    {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
 	    {"user", required_argument, NULL, OPT_USER},
+	    {"control-mode", required_argument, NULL, OPT_CONTROL_MODE},
+	    {"control-group", required_argument, NULL, OPT_CONTROL_GROUP},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -245,6 +289,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return die_opt("--socket-group", optarg, "no such group");
 			break;
 		}
+		case OPT_CONTROL_MODE:
+			if (parse_mode(optarg, &o->control_mode))
+				return die_opt("--control-mode", optarg,
+					       "need an octal mode, e.g. 0600");
+			break;
+		case OPT_CONTROL_GROUP:
+			if (parse_group(optarg, &o->control_gid))
+				return die_opt("--control-group", optarg, "no such group");
+			break;
 		case OPT_USER:
 			if (!getpwnam(optarg))
 				return die_opt("--user", optarg, "no such user");
@@ -603,8 +656,9 @@ static struct json_object *host_registers(const struct served *s, const struct v
 }
 
 /* The control socket's view of device i: what it is, the host region, the
- * guest's committed decoders (GPA range -> region offset), resets. */
-static void describe_device(void *opaque, unsigned i, struct json_object *d)
+ * guest's committed decoders (GPA range -> region offset), resets; for an
+ * observer (!admin) only what it is. */
+static void describe_device(void *opaque, unsigned i, bool admin, struct json_object *d)
 {
 	const struct served *s = &((const struct served *)opaque)[i];
 	struct json_object *h, *g = json_object_new_array(), *rs = json_object_new_object();
@@ -625,6 +679,11 @@ static void describe_device(void *opaque, unsigned i, struct json_object *d)
 		json_object_object_add(d, "id", json_object_new_string(id));
 		json_object_object_add(d, "mem_size",
 				       json_object_new_int64((int64_t)s->o->mem_size));
+	}
+	if (!admin) {
+		json_object_put(g);
+		json_object_put(rs);
+		return;
 	}
 	if (r) {
 		h = json_object_new_object();
@@ -766,7 +825,9 @@ int main(int argc, char **argv)
 			 .devices = 1,
 			 .log_level = VCXL_LOG_INFO,
 			 .socket_mode = -1,
-			 .socket_gid = (gid_t)-1};
+			 .socket_gid = (gid_t)-1,
+			 .control_mode = VCXL_CONTROL_MODE,
+			 .control_gid = (gid_t)-1};
 	struct served *devs;
 	struct vcxl_loop *loop = NULL;
 	sigset_t set;
@@ -816,10 +877,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	vcxl_loop_set_socket_perm(loop, o.socket_mode, o.socket_gid);
-	/* The control socket first, with the device sockets' mode and group: once a
-	 * device socket exists, so does it (scripts wait for the device socket). */
+	/* The control socket first, with its own mode and group (root's, 0600 by
+	 * default: never the device sockets'): once a device socket exists, so
+	 * does it (scripts wait for the device socket). */
 	if (o.control) {
-		rc = vcxl_control_create(loop, o.control, describe_device, devs, &ctl);
+		rc = vcxl_control_create(loop, o.control, o.control_mode, o.control_gid,
+					 describe_device, devs, &ctl);
 		if (rc) {
 			fprintf(stderr, "vcxl-server: control socket %s: %s\n", o.control,
 				rc == -EADDRINUSE ? "another server is listening there"

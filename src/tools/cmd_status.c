@@ -180,6 +180,9 @@ static void print_device(struct json_object *d)
 		kv("Client:", "pid %lld, uid %lld, gid %lld, attached %s",
 		   (long long)jint(cl, "pid"), (long long)jint(cl, "uid"),
 		   (long long)jint(cl, "gid"), t);
+	} else if (json_object_object_get_ex(d, "connected", &cl) && json_object_get_boolean(cl)) {
+		/* an observer's view (not root, not the server's uid): no details */
+		kv("Client:", "attached (details are the administrator's)");
 	} else {
 		kv("Client:", "none (%lld served)", (long long)jint(d, "clients_served"));
 	}

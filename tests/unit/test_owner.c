@@ -142,7 +142,7 @@ static const struct vcxl_dev_ops o_ops = {
 };
 
 /* What main.c's describe and reader do: read through the device. */
-static void describe(void *opaque, unsigned i, struct json_object *d)
+static void describe(void *opaque, unsigned i, bool admin, struct json_object *d)
 {
 	uint32_t v = 0;
 
@@ -355,7 +355,8 @@ int main(void)
 	snprintf(cpath, sizeof(cpath), "%s/ctl", dir);
 	setup_ok(fake_dev_init(&dev));
 	setup_ok(vcxl_loop_create(&loop));
-	setup_ok(vcxl_control_create(loop, cpath, describe, &dev, &ctl));
+	setup_ok(
+	    vcxl_control_create(loop, cpath, VCXL_CONTROL_MODE, (gid_t)-1, describe, &dev, &ctl));
 	vcxl_control_set_reader(ctl, reader);
 	setup_ok(vcxl_loop_add_device(loop, dpath, &o_ops, &dev, NULL));
 	pthread_create(&th, NULL, loop_main, NULL);
