@@ -10,8 +10,6 @@
 #include "../common/errmsg.h"
 #include "config.h"
 
-#define CONFIG_OPT "--config"
-
 struct args {
 	char **v;
 	int n, cap;
@@ -47,12 +45,14 @@ static char *trim(char *s)
 	return s;
 }
 
-/* One line: "key", "key value" or "key = value" -> "--key" [value]. */
+/* One line: "key", "key value" or "key = value" -> "--key" or "--key=value",
+ * always one element: a bare key that needs a value then cannot take the
+ * next option as its value (main.c's parse_args refuses it). */
 static int parse_line(struct args *a, char *line, const char *path, unsigned no, char *err,
 		      size_t errlen)
 {
 	char *hash = strchr(line, '#'), *key, *val, *sep;
-	char opt[VCXL_CONFIG_LINE_MAX + 3];
+	char opt[2 * VCXL_CONFIG_LINE_MAX + 4];
 	int rc;
 
 	if (hash)
@@ -69,15 +69,12 @@ static int parse_line(struct args *a, char *line, const char *path, unsigned no,
 		return vcxl_errf(err, errlen, -EINVAL,
 				 "%s:%u: '%s': write options without the leading dashes", path, no,
 				 key);
-	if (!strcmp(key, &CONFIG_OPT[2]))
-		return vcxl_errf(err, errlen, -EINVAL, "%s:%u: a config file cannot name another",
-				 path, no);
 	for (const char *p = key; *p; p++)
 		if (!isalnum((unsigned char)*p) && *p != '-')
 			return vcxl_errf(err, errlen, -EINVAL, "%s:%u: '%s' is not an option name",
 					 path, no, key);
-	snprintf(opt, sizeof(opt), "--%s", key);
-	if ((rc = push(a, opt, strlen(opt))) || (*val && (rc = push(a, val, strlen(val)))))
+	snprintf(opt, sizeof(opt), "--%s%s%s", key, *val ? "=" : "", val);
+	if ((rc = push(a, opt, strlen(opt))))
 		return vcxl_errf(err, errlen, rc, "out of memory");
 	return 0;
 }
@@ -117,49 +114,18 @@ void vcxl_config_free(char **argv, char **expanded)
 	free(expanded);
 }
 
-int vcxl_config_expand(int argc, char **argv, int *out_argc, char ***out_argv, char *err,
-		       size_t errlen)
+int vcxl_config_expand(int argc, char **argv, const char *path, int *out_argc, char ***out_argv,
+		       int *file_end, char *err, size_t errlen)
 {
-	const char *path = NULL;
-	int at = -1, skip = 0, rc;
 	struct args a = {0};
+	int rc;
 
-	*out_argc = argc;
-	*out_argv = argv;
-	for (int i = 1; i < argc; i++) {
-		const char *p = NULL;
-		int k = 0;
-
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!strcmp(argv[i], CONFIG_OPT)) {
-			if (i + 1 >= argc)
-				return vcxl_errf(err, errlen, -EINVAL, "--config needs a FILE");
-			p = argv[i + 1];
-			k = 2;
-		} else if (!strncmp(argv[i], CONFIG_OPT "=", sizeof(CONFIG_OPT))) {
-			p = argv[i] + sizeof(CONFIG_OPT);
-			k = 1;
-		}
-		if (!p)
-			continue;
-		if (path)
-			return vcxl_errf(err, errlen, -EINVAL, "--config given twice");
-		path = p;
-		at = i;
-		skip = k;
-		i += k - 1;
-	}
-	if (!path)
-		return 0;
 	if ((rc = push(&a, argv[0], strlen(argv[0]))) || (rc = read_file(&a, path, err, errlen)))
 		goto fail;
-	for (int i = 1; i < argc; i++) {
-		if (i >= at && i < at + skip)
-			continue;
+	*file_end = a.n;
+	for (int i = 1; i < argc; i++)
 		if ((rc = push(&a, argv[i], strlen(argv[i]))))
 			goto fail;
-	}
 	*out_argc = a.n;
 	*out_argv = a.v;
 	return 0;

@@ -140,7 +140,8 @@ static void usage(FILE *f)
 		"                           tenant's pid/uid/counters; read-memory and\n"
 		"                           set-log-level stay the administrator's\n"
 		"  -C, --config FILE        options from FILE, one per line without the dashes\n"
-		"                           (\"mem-size = 1G\"); the command line's win\n"
+		"                           (\"mem-size = 1G\"); the command line's win. A\n"
+		"                           key without its value or an unknown key: exit 2\n"
 		"  -V, --version            print the version and exit\n"
 		"  -h, --help               this text\n"
 		"\n"
@@ -206,7 +207,24 @@ static int parse_mode(const char *s, int *mode)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
+/* Where parse_args's arguments come from: the command line alone (file NULL:
+ * -C/--config, in any spelling getopt accepts, is noted in config), or
+ * argv[0], config file's options up to file_end, then the command line. */
+struct argsrc {
+	const char *file;
+	int file_end;
+	const char *config; /* the command line's -C FILE */
+};
+
+/* The argv index of the option getopt just returned (its value may be the
+ * next element), and whether that value is a separate element. */
+static int opt_index(char **argv, bool *separate)
+{
+	*separate = optarg && optarg == argv[optind - 1];
+	return *separate ? optind - 2 : optind - 1;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o, struct argsrc *src)
 {
 	static const struct option lopts[] = {
 	    {"socket", required_argument, NULL, 's'},
@@ -242,6 +260,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":s:m:r:d:g:c:fb:n:l:hVC:K:M:B:D:I:X:O:", lopts,
 				 NULL)) != -1) {
+		bool separate;
+		bool in_file = src->file && opt_index(argv, &separate) < src->file_end;
+
+		/* a bare key in the file must not take the next option as its value */
+		if (in_file && ch != '?' && ch != ':' && separate) {
+			fprintf(stderr, "vcxl-server: %s: '%s' needs a value (\"%s = VALUE\")\n",
+				src->file, argv[optind - 2] + 2, argv[optind - 2] + 2);
+			return 2;
+		}
 		switch (ch) {
 		case 'B':
 			if (!strcmp(optarg, "model"))
@@ -376,7 +403,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			printf("vcxl-server %s\n", VCXL_VERSION);
 			exit(0);
 		case 'C':
-			break; /* expanded before parsing (config.c) */
+			/* read by main between the two passes (config.c) */
+			if (in_file) {
+				fprintf(stderr,
+					"vcxl-server: %s: a config file cannot name another\n",
+					src->file);
+				return 2;
+			}
+			if (!src->file && src->config) {
+				fprintf(stderr, "vcxl-server: --config given twice\n");
+				return 2;
+			}
+			src->config = optarg;
+			break;
 		case 'K':
 			o->control = optarg;
 			break;
@@ -390,8 +429,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				fprintf(stderr, "vcxl-server: unknown option '-%c' (see --help)\n",
 					optopt);
 			else
-				fprintf(stderr, "vcxl-server: unknown option '%s' (see --help)\n",
-					argv[optind - 1]);
+				fprintf(stderr,
+					"vcxl-server: unknown option '%s'%s%s (see --help)\n",
+					argv[optind - 1], in_file ? " in " : "",
+					in_file ? src->file : "");
 			return 2;
 		}
 	}
@@ -818,6 +859,40 @@ static void notify(int fd, const char *state)
 		vcxl_log(VCXL_LOG_DEBUG, "%s: %s sent", VCXL_NOTIFY_ENV, state);
 }
 
+/*
+ * Two passes: the command line alone (it finds -C/--config in every spelling
+ * getopt_long accepts: -C FILE, -CFILE, --config FILE, --config=FILE, --conf=FILE
+ * and other unique prefixes; and refuses its errors), then, with a config file,
+ * its options followed by the command line's into fresh defaults, so that the
+ * command line's win. 0, or the exit status after a one-line message.
+ */
+static int parse_config_and_args(int argc, char **argv, struct opts *o, char ***args, char *err,
+				 size_t errlen)
+{
+	struct opts cmdline = *o;
+	struct argsrc src = {0};
+	char **copy = malloc(sizeof(*copy) * ((size_t)argc + 1));
+	int rc, nargs;
+
+	if (!copy)
+		return 1;
+	memcpy(copy, argv, sizeof(*copy) * ((size_t)argc + 1));
+	optind = 0; /* getopt's full re-initialisation (glibc) */
+	rc = parse_args(argc, copy, &cmdline, &src);
+	free(copy);
+	if (rc || !src.config) {
+		*o = cmdline;
+		return rc;
+	}
+	src.file = src.config;
+	if (vcxl_config_expand(argc, argv, src.config, &nargs, args, &src.file_end, err, errlen)) {
+		fprintf(stderr, "vcxl-server: %s\n", err);
+		return 2;
+	}
+	optind = 0;
+	return parse_args(nargs, *args, o, &src);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.socket = "vcxl.sock",
@@ -842,14 +917,9 @@ int main(int argc, char **argv)
 
 	char cfg_err[VCXL_CONFIG_LINE_MAX + 128], ctl_path[PATH_MAX];
 	struct vcxl_control *ctl = NULL;
-	char **args;
-	int nargs;
+	char **args = argv;
 
-	if (vcxl_config_expand(argc, argv, &nargs, &args, cfg_err, sizeof(cfg_err))) {
-		fprintf(stderr, "vcxl-server: %s\n", cfg_err);
-		return 2;
-	}
-	rc = parse_args(nargs, args, &o);
+	rc = parse_config_and_args(argc, argv, &o, &args, cfg_err, sizeof(cfg_err));
 	if (!rc && !o.control) {
 		snprintf(ctl_path, sizeof(ctl_path), "%s.ctl", o.socket);
 		o.control = ctl_path;

@@ -89,8 +89,8 @@ static void test_refusals(const char *bin)
 	refused(bin, "--socket dev.sock --config bad.conf", "bad.conf:3: '--model'",
 		"config line with dashes");
 	write_file(strcat(strcpy(path, dir), "/bad2.conf"), "colour = blue\n");
-	refused(bin, "--socket dev.sock --config bad2.conf", "unknown option '--colour'",
-		"unknown option in a config file");
+	refused(bin, "--socket dev.sock --config bad2.conf",
+		"unknown option '--colour=blue' in bad2.conf", "unknown option in a config file");
 	write_file(strcat(strcpy(path, dir), "/bad3.conf"), "mem-size = 300M\n");
 	refused(bin, "--socket dev.sock --config bad3.conf", "invalid --mem-size '300M'",
 		"bad value in a config file");
@@ -142,6 +142,63 @@ static void test_config(const char *bin)
 	unlink(conf);
 }
 
+/* Every spelling getopt_long accepts for --config reads the file (issue 21,
+ * item 9: -C FILE and --conf=FILE served the defaults). */
+static void test_config_spellings(const char *bin)
+{
+	static const char *const spell[][2] = {
+	    {"-C", "%s"},     {"-C%s", NULL},	     {"--conf=%s", NULL},
+	    {"--conf", "%s"}, {"--config=%s", NULL}, {"--confi", "%s"},
+	};
+	char conf[200];
+
+	snprintf(conf, sizeof(conf), "%s/spell.conf", dir);
+	write_file(conf, "model = type3\nmem-size = 512M\n");
+	for (unsigned i = 0; i < sizeof(spell) / sizeof(spell[0]); i++) {
+		struct harness h = {0};
+		char a0[240], a1[240], shown[480];
+		const char *args[] = {a0, spell[i][1] ? a1 : NULL, NULL};
+
+		snprintf(a0, sizeof(a0), spell[i][0], conf);
+		if (spell[i][1])
+			snprintf(a1, sizeof(a1), spell[i][1], conf);
+		snprintf(shown, sizeof(shown), "%.*s%s", (int)strcspn(spell[i][0], "%"),
+			 spell[i][0], spell[i][1] ? " FILE" : "FILE");
+		int rc = h_start(&h, bin, -1, args);
+		ok(rc == 0 && h_log_count(&h, "serving device 0 (8086:0d93, 512 MiB)") == 1,
+		   "vcxl-server %s: the file's model and mem-size are served", shown);
+		if (rc || tap_failed)
+			h_dump_log(&h);
+		h_stop(&h);
+		h_cleanup(&h);
+	}
+	unlink(conf);
+}
+
+/* A bare key, a config file naming another, two config files however spelt:
+ * one line, exit 2. */
+static void test_config_refusals(const char *bin)
+{
+	char path[200];
+
+	write_file(strcat(strcpy(path, dir), "/bare.conf"), "mem-size\n");
+	refused(bin, "--socket dev.sock --config bare.conf", "bare.conf: 'mem-size' needs a value",
+		"a bare key does not take the next option as its value");
+	write_file(strcat(strcpy(path, dir), "/bare2.conf"), "decoders\nmodel = type3\n");
+	refused(bin, "--socket dev.sock -C bare2.conf", "bare2.conf: 'decoders' needs a value",
+		"a bare key does not take the next line as its value");
+	write_file(strcat(strcpy(path, dir), "/nest.conf"), "conf = bare.conf\n");
+	refused(bin, "--socket dev.sock -C nest.conf",
+		"nest.conf: a config file cannot name another", "'conf' in a config file");
+	refused(bin, "--socket dev.sock -C bare.conf --conf=nest.conf", "--config given twice",
+		"-C and --conf= together");
+	write_file(strcat(strcpy(path, dir), "/unk.conf"), "mem-size = 512M\nflavour = mint\n");
+	refused(bin, "--socket dev.sock -C unk.conf", "unknown option '--flavour=mint' in unk.conf",
+		"an unknown key with -C");
+	refused(bin, "--socket dev.sock --co=x", "unknown option '--co=x'",
+		"an ambiguous abbreviation (--config, --control, --comp-at)");
+}
+
 /* The vcxl CLI: the same one-line refusals, exit 2 for usage errors. */
 static void test_cli(const char *cli)
 {
@@ -183,6 +240,8 @@ int main(int argc, char **argv)
 	   "--version: %.*s", (int)strcspn(out, "\n"), out);
 	test_refusals(bin);
 	test_config(bin);
+	test_config_spellings(bin);
+	test_config_refusals(bin);
 	test_cli(h_cli_bin(argc, argv));
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
