@@ -88,9 +88,10 @@ static inline void *vcxl_sock_io(int fd)
 /* Listen on path (stale sockets removed; a live server there is -EADDRINUSE). */
 int vcxl_sock_listen(const char *path, int backlog);
 /* The same with an explicit mode (-1: as the umask says) and group
- * ((gid_t)-1: the process's): the socket file is created with at most the
- * owner bits of mode, given its group and mode, and only then listens, so
- * it is never wider than asked, nor connectable before it has them. */
+ * ((gid_t)-1: the process's): the socket is bound in a private directory
+ * beside path, given its group and mode there and renamed into place, never
+ * following a path another user could swap (transport.c), and only then
+ * listens, so it is never wider than asked, nor connectable before. */
 int vcxl_sock_listen_perm(const char *path, int backlog, int mode, gid_t gid);
 /* Accept one client, non-blocking and close-on-exec: fd or -errno. */
 int vcxl_sock_accept(int lfd);

@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -180,6 +182,80 @@ static int sock_remove_stale(const char *path)
 	return 0;
 }
 
+/* A private directory beside path, made by mkdtemp (0700): *dirfd open on
+ * it (checked to be ours and 0700, so it is the one mkdtemp made, not one
+ * swapped in under its name), its path in tmp. 0 or -errno. */
+static int private_dir(const char *path, char *tmp, size_t len, int *dirfd)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int fd, n;
+
+	if (slash)
+		n = snprintf(tmp, len, "%.*s/.vcxl-bind-XXXXXX", (int)(slash - path), path);
+	else
+		n = snprintf(tmp, len, ".vcxl-bind-XXXXXX");
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	if (!mkdtemp(tmp))
+		return -errno;
+	fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
+	    (st.st_mode & 07777) != 0700) {
+		int e = fd < 0 ? errno : EPERM;
+
+		if (fd >= 0)
+			close(fd);
+		rmdir(tmp);
+		return -e;
+	}
+	*dirfd = fd;
+	return 0;
+}
+
+/*
+ * Bind fd at path with group gid and mode, never following a path another
+ * user could swap. chown/chmod by path (what this did before) follow a
+ * symlink: in a directory another user can write, it can replace the fresh
+ * socket with a symlink to any file between bind and chown, and root then
+ * gives that file the group and mode. fchmod/fchown on an AF_UNIX socket's
+ * fd do not help either: they change the socket's own inode, not the file
+ * bind made. So the socket is bound inside a private directory we just made
+ * (mkdtemp, 0700, our own: nobody else can add, remove or rename its
+ * entries), reached through its fd (/proc/self/fd/N/s, so a directory
+ * swapped in under its name is never used), given its group and mode there
+ * by fchownat/fchmodat on that fd (the name cannot be swapped inside it),
+ * and only then renamed into place with RENAME_NOREPLACE: rename moves the
+ * directory entry itself (a symlink at path would be replaced, never
+ * followed, and with NOREPLACE nothing at path is replaced at all). The
+ * socket still refuses connections until the caller listens.
+ */
+static int bind_private(int fd, const char *path, int mode, gid_t gid)
+{
+	char tmp[PATH_MAX];
+	struct sockaddr_un sa;
+	int dfd = -1, rc;
+
+	rc = private_dir(path, tmp, sizeof(tmp), &dfd);
+	if (rc)
+		return rc;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/s", dfd);
+	rc =
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    (gid != (gid_t)-1 && fchownat(dfd, "s", (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW)) ||
+		    (mode >= 0 && fchmodat(dfd, "s", (mode_t)mode, 0)) ||
+		    renameat2(dfd, "s", AT_FDCWD, path, RENAME_NOREPLACE)
+		? -errno
+		: 0;
+	if (rc)
+		unlinkat(dfd, "s", 0);
+	close(dfd);
+	rmdir(tmp);
+	return rc;
+}
+
 int vcxl_sock_listen_perm(const char *path, int backlog, int mode, gid_t gid)
 {
 	struct sockaddr_un sa;
@@ -194,18 +270,15 @@ int vcxl_sock_listen_perm(const char *path, int backlog, int mode, gid_t gid)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	/* no window: bind creates the file with the owner's bits at most (the
-	 * umask is the process's, and the server is single-threaded here); it
-	 * refuses connections until listen, after the group and mode are set */
-	mode_t old = 0;
-	if (mode >= 0)
-		old = umask((mode_t)(0777 & ~(mode & 0700)));
-	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (mode >= 0)
-		umask(old);
-	if (rc < 0 || (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) ||
-	    (mode >= 0 && chmod(path, (mode_t)mode) < 0) || listen(fd, backlog) < 0) {
+	/* without a mode or group there is nothing to set: bind at path (bind
+	 * itself never follows a symlink there: EADDRINUSE) */
+	if (mode < 0 && gid == (gid_t)-1)
+		rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	else
+		rc = bind_private(fd, path, mode, gid);
+	if (!rc && listen(fd, backlog) < 0)
 		rc = -errno;
+	if (rc) {
 		close(fd);
 		return rc;
 	}
