@@ -48,7 +48,10 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((form
 /* A datagram socket connected to addr ("/path" or "@abstract"): fd or -errno
  * (-EINVAL empty, -EAFNOSUPPORT other forms, -ENAMETOOLONG, connect's errno) */
 int vcxl_notify_open(const char *addr);
-/* Send one notification ("VAR=value" lines) on fd: 0 or -errno */
+/* The longest vcxl_notify_send waits for room in a full queue */
+#define VCXL_NOTIFY_WAIT_MS 100
+/* Send one notification ("VAR=value" lines) on fd without blocking longer
+ * than VCXL_NOTIFY_WAIT_MS: 0 or -errno (-EAGAIN: the queue stayed full) */
 int vcxl_notify_send(int fd, const char *state);
 
 /* ---------------------------------------------------------------------- */

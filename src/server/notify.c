@@ -8,6 +8,7 @@
  * done then; the datagrams go out later on the connected socket.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -47,17 +48,37 @@ int vcxl_notify_open(const char *addr)
 	return fd;
 }
 
+/* One non-blocking send of state (EINTR retried). */
+static ssize_t send_now(int fd, const char *state, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = send(fd, state, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/*
+ * Never blocks for longer than VCXL_NOTIFY_WAIT_MS: READY=1 goes out before
+ * the loop runs, with SIGTERM blocked (the loop reads it from a signalfd),
+ * so a supervisor whose queue is full (one that never reads) must not hold
+ * the service or its stop: a full queue waits that long for room once, then
+ * gives up with -EAGAIN (the caller logs it).
+ */
 int vcxl_notify_send(int fd, const char *state)
 {
 	size_t len = state ? strlen(state) : 0;
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
 	ssize_t n;
 
 	if (fd < 0 || !len)
 		return -EINVAL;
-	do
-		n = send(fd, state, len, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	n = send_now(fd, state, len);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+	    poll(&p, 1, VCXL_NOTIFY_WAIT_MS) == 1 && (p.revents & POLLOUT))
+		n = send_now(fd, state, len);
 	if (n < 0)
-		return -errno;
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	return (size_t)n == len ? 0 : -EMSGSIZE;
 }

@@ -101,6 +101,60 @@ static void test_unreachable(const char *bin, const char *addr, const char *err)
 	h_cleanup(&h);
 }
 
+/* In the server's child before exec: fill $NOTIFY_SOCKET's receive queue
+ * (the supervisor never reads it) so that the server's READY=1 finds it full. */
+static void fill_notify_queue(void)
+{
+	const char *addr = getenv(VCXL_NOTIFY_ENV);
+	int fd = addr ? vcxl_notify_open(addr) : -1;
+
+	while (fd >= 0 && send(fd, "X=1", 3, MSG_DONTWAIT) == 3)
+		;
+	if (fd >= 0)
+		close(fd);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* issue 21, item 7: a full $NOTIFY_SOCKET queue neither stops the service
+ * nor holds off SIGTERM (before: a blocking send with SIGTERM blocked) */
+static void test_full_queue(const char *bin)
+{
+	struct harness h = {0};
+	const char *argv[] = {bin, "--socket", h.sock, "--log-level", "info", NULL};
+	struct vcxl_client *c = NULL;
+	uint32_t v = 0;
+	int64_t t0;
+
+	if (h_prepare(&h, bin, "vcxl-rq")) {
+		ok(0, "temporary directory");
+		return;
+	}
+	is(h_launch(&h, argv, fill_notify_queue, 0), -ETIMEDOUT,
+	   "started with its $NOTIFY_SOCKET's queue full (never read)");
+	ok(log_shows(&h, "serving device 0"), "the server starts");
+	ok(vcxl_client_connect(h.sock, &c) == 0 && vcxl_client_read32(c, 7, 0, &v) == 0 &&
+	       v == 0x0d948086,
+	   "the device is served");
+	vcxl_client_close(c);
+	ok(log_shows(&h, "READY=1 not sent"), "the log says READY=1 was not sent");
+	t0 = now_ms();
+	int rc = h_stop(&h);
+	int64_t took = now_ms() - t0;
+	ok(rc == 0 && took < 5000, "SIGTERM: exit %d after %lld ms (at most 5 s)", rc,
+	   (long long)took);
+	is(h_log_count(&h, "READY=1 not sent"), 1, "logged once");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
@@ -108,5 +162,6 @@ int main(int argc, char **argv)
 	test_ready(bin);
 	test_unreachable(bin, "/nonexistent/vcxl-notify.sock", "No such file or directory");
 	test_unreachable(bin, "vsock:2:1234", "Address family not supported by protocol");
+	test_full_queue(bin);
 	return tap_done();
 }
