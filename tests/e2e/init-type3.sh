@@ -14,6 +14,9 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu
 
 mount -t proc proc /proc
+# the kernel's boot messages were on the console (the host's boot watchdog counts them as
+# progress: tests/e2e/lib.sh); from here on warnings and worse only, as `quiet` was before
+echo 4 > /proc/sys/kernel/printk
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /tmp /run

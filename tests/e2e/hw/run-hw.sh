@@ -22,12 +22,16 @@
 # Environment: VCXL_QEMU, VCXL_E2E_HW_BOOTS (default "2rp 1rp iommufd"),
 # VCXL_E2E_IOMMUFD_KERNEL (a bzImage to use instead of building one),
 # VCXL_E2E_BUILD_KERNEL=0 (skip the iommufd boot rather than build), VCXL_E2E_TIMEOUT (s, 400),
+# VCXL_E2E_SILENCE (s without console output before a boot is killed and retried once, 90;
+# tests/e2e/lib.sh),
 # VCXL_E2E_CACHE (kernel cache shared with e2e-qemu, ~/.cache/vcxl-e2e),
 # VCXL_E2E_HW_CACHE (~/.cache/vcxl-e2e-hw). Logs: BUILDDIR/e2e-hw/.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../../.." && pwd)
 . "$HERE/../initramfs.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/../lib.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 LOG=$BUILD/e2e-hw
 BOOTS=${VCXL_E2E_HW_BOOTS:-2rp 1rp iommufd dax}
@@ -48,12 +52,10 @@ skip_all() {
 	echo "1..0 # SKIP $1"
 	exit 0
 }
-QPID=""
 TMP=""
 cleanup() {
-	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	e2e_boot_stop
 	[ -n "$TMP" ] && rm -rf "$TMP"
-	QPID=""
 	TMP=""
 }
 trap cleanup EXIT
@@ -336,10 +338,10 @@ for boot in $BOOTS; do
 	RP2_DEV=()
 	[ "$rp2" = 1 ] && RP2_DEV=(-device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3)
 	CMD=("$QEMU" -L /usr/share/seabios -L /usr/share/qemu
-		-machine q35,cxl=on -accel tcg -m 1G,maxmem=4G,slots=4 -smp 2
-		-nographic -no-reboot -nic none
+		-machine q35,cxl=on "${E2E_TCG_ARGS[@]}" -m 1G,maxmem=4G,slots=4
+		-nodefaults -nographic -serial stdio -monitor none -no-reboot -nic none
 		-kernel "$KIMG" -initrd "$INITRD"
-		-append "console=ttyS0 panic=-1 loglevel=4 intel_iommu=on $IOMMU_ARGS"
+		-append "$E2E_KERNEL_ARGS intel_iommu=on $IOMMU_ARGS"
 		-device intel-iommu,intremap=on,caching-mode=on
 		-object memory-backend-file,id=cxl-mem0,share=on,mem-path=$TMP/cxl-vmem.raw,size=256M
 		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
@@ -350,16 +352,11 @@ for boot in $BOOTS; do
 		-trace vtd_inv_desc_iotlb_pages -D "$LOG/$boot.qemu-trace.log")
 	rm -f "$LOG/$boot.qemu-trace.log"
 	printf '%q ' "${CMD[@]}" > "$LOG/$boot.qemu-cmd.log"
-	t0=$(date +%s)
-	timeout "$TMO" "${CMD[@]}" < /dev/null > "$LOG/$boot.console.log" 2>&1 &
-	QPID=$!
-	wait "$QPID"
+	e2e_boot --timeout "$TMO" "$boot" "$LOG/$boot.console.log" "${CMD[@]}"
 	qrc=$?
-	QPID=""
-	t1=$(date +%s)
-	echo "# $boot: QEMU rc=$qrc, $((t1 - t0)) s (console: $LOG/$boot.console.log)"
+	echo "# $boot: QEMU rc=$qrc, $E2E_BOOT_SECS s (console: $LOG/$boot.console.log)"
 	tap "$(grep -aq '=== E2E-HW DONE ===' "$LOG/$boot.console.log" && echo 1 || echo 0)" \
-		"$boot: guest ran to the end (QEMU rc=$qrc, $((t1 - t0)) s)"
+		"$boot: guest ran to the end (QEMU rc=$qrc, $E2E_BOOT_SECS s, attempt $E2E_BOOT_ATTEMPTS)"
 	tr -d '\r' < "$LOG/$boot.console.log" > "$LOG/$boot.console.txt"
 	grep -a -E '^(STEP|HW) ' "$LOG/$boot.console.txt" | sed 's/^/# /'
 	check_boot "$boot" "$LOG/$boot.console.txt" "$TMP/cxl-vmem.raw" "$rp2" "$LOG/$boot.qemu-trace.log"

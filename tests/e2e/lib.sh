@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# shellcheck shell=bash disable=SC2034 # E2E_* variables are read by the sourcing scripts
+# lib.sh - sourced (bash) by every e2e script that boots a guest (run-e2e.sh,
+# run-e2e-type3.sh, cxlmem-lib.sh, hw/run-hw.sh; through cxlmem-lib.sh also
+# scripts/bench-guest.sh and scripts/demo.sh): how a TCG guest is run.
+#
+#   E2E_TCG_ARGS      QEMU's accelerator and CPU arguments for every guest (array):
+#                     one vCPU, guest time counted in instructions (below)
+#   E2E_KERNEL_ARGS   the kernel command line's start: serial console, reboot on panic,
+#                     the kernel's boot messages on the console (the watchdog's progress)
+#   e2e_boot [--timeout S] [--silence S] [--during FUNC] NAME CONSOLE QEMU ARG...
+#                     runs the guest (stdin /dev/null, stdout+stderr to CONSOLE) under a
+#                     console watchdog: a guest that writes no new console byte for
+#                     --silence seconds (default $VCXL_E2E_SILENCE, 150), or whose kernel
+#                     reports a stall (E2E_STALL_RE: RCU stall, "timer wakeup didn't
+#                     happen", soft lockup), is killed and booted again once (the first
+#                     attempt's console kept as CONSOLE.attempt1);
+#                     --timeout (default $VCXL_E2E_TIMEOUT, 300) bounds each attempt.
+#                     FUNC (no arguments) runs in the foreground while the guest runs,
+#                     once per attempt. Every kill and retry is a "# guest NAME: ..." TAP
+#                     diagnostic line on stdout, and every boot ends with one such line
+#                     (status, seconds, longest console silence). Returns QEMU's exit
+#                     status, 124 when an attempt ran out of --timeout, 125 when the
+#                     retry was silent or stalled too. Sets E2E_BOOT_SECS (the last
+#                     attempt's wall seconds), E2E_BOOT_ATTEMPTS, E2E_BOOT_VERDICT
+#                     (exit|timeout|silent|stall)
+#                     and E2E_BOOT_MAX_SILENCE (s); E2E_BOOT_ALL_PIDS lists every QEMU and
+#                     watchdog pid it started (for a script's "nothing left running" check).
+#   e2e_boot_stop     kills a running guest and its watchdog (for the scripts' traps)
+#
+# Why one vCPU and -icount: a TCG guest's clock is the host's clock, so a vCPU thread the
+# host does not run for a while (2 cores, meson's parallel tests, other work) sees time
+# jump: RCU stalls, "timer wakeup didn't happen", a timer check that panics the boot
+# ("timer doesn't work through Interrupt-remapped IO-APIC"). With two vCPUs the kernel
+# also finds the TSCs "unsynchronized" and times everything through the HPET's MMIO.
+# -icount shift=auto makes guest time follow the instructions the guest ran (its rate
+# tuned to stay near real time), so a starved guest runs slower but sees no lost time.
+# -icount needs single-threaded TCG, so a second vCPU would only share the same thread.
+# README.md ("make test") has the figures.
+
+E2E_TCG_ARGS=(-accel tcg -smp 1 -icount shift=auto)
+# The silence bound: the longest healthy silence is the firmware + the kernel's XZ
+# decompression before its first line, pure guest CPU: 23-30 s with the machine's 2 cores
+# shared by other sessions (load 24-27), 89 s with two busy loops in the guest's own session
+# on top (README.md); a bound below that kills healthy boots.
+E2E_SILENCE_DEFAULT=150
+E2E_STALL_RE="detected stalls? on CPU|self-detected stall|timer wakeup didn't happen|BUG: soft lockup"
+E2E_KERNEL_ARGS="console=ttyS0 panic=-1"
+E2E_BOOT_PID=""
+E2E_BOOT_WATCH=""
+E2E_BOOT_SECS=0
+E2E_BOOT_ATTEMPTS=0
+E2E_BOOT_VERDICT=""
+E2E_BOOT_MAX_SILENCE=0
+E2E_BOOT_ALL_PIDS=""
+
+# e2e_watch QPID CONSOLE SILENCE TIMEOUT STATE: polls CONSOLE's size once a second;
+# writes "VERDICT MAX-SILENCE" to STATE (VERDICT: running, silent, stall or timeout) and
+# kills QPID (TERM, then KILL after 10 s) on SILENCE seconds without a new byte, on a
+# kernel stall report (E2E_STALL_RE) or at TIMEOUT
+e2e_watch() {
+	local qpid=$1 con=$2 silence=$3 tmo=$4 state=$5
+	local start now last size prev=-1 quiet max=0 verdict=running i
+	start=$(date +%s)
+	last=$start
+	while kill -0 "$qpid" 2>/dev/null; do
+		sleep 1
+		now=$(date +%s)
+		size=$(stat -c %s "$con" 2>/dev/null || echo 0)
+		if [ "$size" != "$prev" ]; then
+			last=$now
+			prev=$size
+			grep -a -q -E "$E2E_STALL_RE" "$con" && verdict=stall
+		fi
+		quiet=$((now - last))
+		[ "$quiet" -gt "$max" ] && max=$quiet
+		if [ "$verdict" = stall ]; then
+			:
+		elif [ "$quiet" -ge "$silence" ]; then
+			verdict=silent
+		elif [ $((now - start)) -ge "$tmo" ]; then
+			verdict=timeout
+		fi
+		echo "$verdict $max" > "$state"
+		[ "$verdict" = running ] && continue
+		kill -TERM "$qpid" 2>/dev/null
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$qpid" 2>/dev/null || return 0
+			sleep 1
+		done
+		kill -KILL "$qpid" 2>/dev/null
+		return 0
+	done
+}
+
+e2e_boot_stop() {
+	[ -n "$E2E_BOOT_WATCH" ] && kill "$E2E_BOOT_WATCH" 2>/dev/null && wait "$E2E_BOOT_WATCH" 2>/dev/null
+	[ -n "$E2E_BOOT_PID" ] && kill "$E2E_BOOT_PID" 2>/dev/null && wait "$E2E_BOOT_PID" 2>/dev/null
+	E2E_BOOT_WATCH=""
+	E2E_BOOT_PID=""
+}
+
+# e2e_boot_once NAME CONSOLE SILENCE TIMEOUT DURING CMD...: one attempt; sets
+# E2E_BOOT_VERDICT, E2E_BOOT_MAX_SILENCE, E2E_BOOT_SECS; returns CMD's status
+e2e_boot_once() {
+	local name=$1 con=$2 silence=$3 tmo=$4 during=$5 state rc t0 v qpid wpid
+	shift 5
+	state=$(mktemp)
+	echo "running 0" > "$state"
+	t0=$(date +%s)
+	: > "$con" # there before FUNC looks for it
+	"$@" < /dev/null > "$con" 2>&1 &
+	qpid=$!
+	E2E_BOOT_PID=$qpid
+	e2e_watch "$qpid" "$con" "$silence" "$tmo" "$state" &
+	wpid=$!
+	E2E_BOOT_WATCH=$wpid
+	E2E_BOOT_ALL_PIDS="$E2E_BOOT_ALL_PIDS $qpid $wpid"
+	[ -n "$during" ] && "$during"
+	wait "$qpid"
+	rc=$?
+	E2E_BOOT_PID=""
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
+	E2E_BOOT_WATCH=""
+	E2E_BOOT_SECS=$(($(date +%s) - t0))
+	read -r v E2E_BOOT_MAX_SILENCE < "$state"
+	rm -f "$state"
+	case "$v" in
+	silent | stall) E2E_BOOT_VERDICT=$v ;;
+	timeout) E2E_BOOT_VERDICT=timeout rc=124 ;;
+	*) E2E_BOOT_VERDICT="exit" ;;
+	esac
+	return "$rc"
+}
+
+e2e_boot() {
+	local tmo=${VCXL_E2E_TIMEOUT:-300} silence=${VCXL_E2E_SILENCE:-$E2E_SILENCE_DEFAULT}
+	local during="" name con rc why
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--timeout) tmo=$2 && shift 2 ;;
+		--silence) silence=$2 && shift 2 ;;
+		--during) during=$2 && shift 2 ;;
+		*) break ;;
+		esac
+	done
+	name=$1 con=$2
+	shift 2
+	rm -f "$con.attempt1"
+	for E2E_BOOT_ATTEMPTS in 1 2; do
+		e2e_boot_once "$name" "$con" "$silence" "$tmo" "$during" "$@"
+		rc=$?
+		case "$E2E_BOOT_VERDICT" in
+		silent) why="no console output for $silence s" ;;
+		stall) why="the kernel reported a stall ($(grep -a -m1 -o -E "$E2E_STALL_RE" "$con"))" ;;
+		*) break ;;
+		esac
+		if [ "$E2E_BOOT_ATTEMPTS" = 1 ]; then
+			echo "# guest $name: $why, killed after $E2E_BOOT_SECS s; retrying once (first console: $con.attempt1)"
+			mv "$con" "$con.attempt1"
+		else
+			echo "# guest $name: $why again, killed after $E2E_BOOT_SECS s; not retried"
+			rc=125
+		fi
+	done
+	if [ "$E2E_BOOT_VERDICT" = timeout ]; then
+		echo "# guest $name: still writing to the console at the $tmo s timeout, killed"
+	fi
+	echo "# guest $name: QEMU status $rc after $E2E_BOOT_SECS s (attempt $E2E_BOOT_ATTEMPTS), longest console silence $E2E_BOOT_MAX_SILENCE s (bound $silence s)"
+	return "$rc"
+}
