@@ -64,6 +64,10 @@ int vcxl_notify_send(int fd, const char *state);
 #define VCXL_SRV_MAX_QUEUED	256	   /* client requests queued during its DMA wait */
 #define VCXL_SRV_DMA_TIMEOUT_MS 5000	   /* wait for the client's DMA_READ/WRITE reply */
 #define VCXL_SRV_PGSIZE		4096ull
+/* Per-client budgets (docs/security.md, "Per-client budgets"); the server
+ * sets its own from the machine at start (vcxl-server --help). */
+#define VCXL_SRV_MAX_DMA_MAPPED (4ull << 40) /* address space of mmapped DMA windows */
+#define VCXL_SRV_MAX_CLIENT_FDS 4096	     /* fds held: DMA windows and IRQ eventfds */
 
 /* ---------------------------------------------------------------------- */
 /* Transport                                                               */
@@ -149,6 +153,12 @@ struct vcxl_dma_map {
 	bool dev_mapped; /* also mapped for the device's own DMA (IOMMU) */
 };
 
+/* What one client's windows cost the server, and its budget (0: none). */
+struct vcxl_dma_budget {
+	uint64_t mapped, max_mapped; /* bytes of address space mmapped */
+	unsigned fds, max_fds;	     /* fds held by windows */
+};
+
 struct vcxl_dma_table {
 	struct vcxl_dma_map *maps; /* sorted by iova, non-overlapping */
 	unsigned n, cap, max;
@@ -157,13 +167,17 @@ struct vcxl_dma_table {
 	 * mapping of the device); may be NULL. */
 	void (*on_release)(void *opaque, const struct vcxl_dma_map *m);
 	void *release_opaque;
+	struct vcxl_dma_budget budget;
 };
 
 void vcxl_dma_init(struct vcxl_dma_table *t, unsigned max_maps, uint64_t pgsize);
+/* Budgets of mapped bytes and window fds (0: unlimited). */
+void vcxl_dma_set_budget(struct vcxl_dma_table *t, uint64_t max_mapped, unsigned max_fds);
 /* Add [iova, iova+size) backed by fd at offset (fd -1: no fd). The table
  * takes ownership of fd on success AND on failure. -EINVAL (size 0,
- * alignment, overflow, flags), -EEXIST (overlap), -ENOSPC (count), or the
- * mmap errno. */
+ * alignment, overflow, flags), -EEXIST (overlap), -ENOSPC (count), -EDQUOT
+ * (mapped bytes over budget), -EMFILE (window fds over budget), or the mmap
+ * errno. */
 int vcxl_dma_add(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, uint32_t flags, int fd,
 		 uint64_t offset);
 /* Remove the mapping that matches exactly: 0 or -ENOENT. */
@@ -190,8 +204,12 @@ struct vcxl_conn_cfg {
 	uint32_t max_xfer;     /* our max_data_xfer_size; 0 = VCXL_SRV_MAX_XFER */
 	unsigned max_dma_maps; /* 0 = VCXL_SRV_MAX_DMA_MAPS */
 	unsigned max_msg_fds;  /* 0 = VCXL_SRV_MAX_MSG_FDS */
-	int dma_timeout_ms;    /* 0 = VCXL_SRV_DMA_TIMEOUT_MS */
-	const char *name;      /* for logs */
+	/* per-client budgets, 0 = the VCXL_SRV_MAX_* default */
+	uint64_t max_dma_mapped; /* bytes of mmapped DMA windows (-EDQUOT) */
+	uint64_t max_dma_pinned; /* pinned for the device's own DMA (-EDQUOT); 0 = unlimited */
+	unsigned max_fds;	 /* fds held: windows and IRQ eventfds (-EMFILE) */
+	int dma_timeout_ms;	 /* 0 = VCXL_SRV_DMA_TIMEOUT_MS */
+	const char *name;	 /* for logs */
 	/* Messages taken from the transport per readable event; 0 = until it
 	 * would block (bounded). A level-triggered socket loop uses 1, which
 	 * spares the recvmsg that only says EAGAIN. */

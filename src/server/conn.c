@@ -63,6 +63,10 @@ struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct
 		c->cfg.max_msg_fds = VCXL_SRV_MAX_MSG_FDS;
 	if (!c->cfg.dma_timeout_ms)
 		c->cfg.dma_timeout_ms = VCXL_SRV_DMA_TIMEOUT_MS;
+	if (!c->cfg.max_dma_mapped)
+		c->cfg.max_dma_mapped = VCXL_SRV_MAX_DMA_MAPPED;
+	if (!c->cfg.max_fds)
+		c->cfg.max_fds = VCXL_SRV_MAX_CLIENT_FDS;
 	c->ops = ops;
 	c->dev = dev;
 	c->io = io;
@@ -71,6 +75,7 @@ struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct
 	c->client_max_xfer = VFIO_USER_DEF_MAX_XFER;
 	c->client_max_fds = VFIO_USER_DEF_MAX_MSG_FDS;
 	vcxl_dma_init(&c->dma, c->cfg.max_dma_maps, VCXL_SRV_PGSIZE);
+	vcxl_dma_set_budget(&c->dma, c->cfg.max_dma_mapped, c->cfg.max_fds);
 	c->dma.on_release = conn_dma_unmap_device;
 	c->dma.release_opaque = c;
 	memset(&vi, 0, sizeof(vi));
@@ -290,6 +295,7 @@ static void conn_release_device(struct vcxl_conn *c)
 				c->ops->set_irq_eventfd(c->dev, i, v, -1);
 	for (unsigned i = 0; i < NUM_IRQ_INDEX; i++)
 		conn_irq_index_free(&c->irqs[i]);
+	c->irq_fds = 0;
 	vcxl_dma_remove_all(&c->dma);
 }
 

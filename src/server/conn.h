@@ -77,6 +77,8 @@ struct vcxl_conn {
 
 	struct vcxl_dma_table dma;
 	struct irq_index irqs[NUM_IRQ_INDEX];
+	unsigned irq_fds; /* eventfds held in irqs[] (the fd budget: cfg.max_fds) */
+	uint64_t pinned;  /* bytes of windows the device maps itself (cfg.max_dma_pinned) */
 
 	struct vcxl_msg *rx; /* message being received */
 	size_t rx_have;	     /* bytes of it received (header included) */

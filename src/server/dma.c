@@ -20,6 +20,12 @@ void vcxl_dma_init(struct vcxl_dma_table *t, unsigned max_maps, uint64_t pgsize)
 	t->pgsize = pgsize ? pgsize : VCXL_SRV_PGSIZE;
 }
 
+void vcxl_dma_set_budget(struct vcxl_dma_table *t, uint64_t max_mapped, unsigned max_fds)
+{
+	t->budget.max_mapped = max_mapped;
+	t->budget.max_fds = max_fds;
+}
+
 /* Index of the first mapping whose end is above iova (binary search). */
 static unsigned dma_lower_bound(const struct vcxl_dma_table *t, uint64_t iova)
 {
@@ -55,10 +61,14 @@ static void dma_map_release(struct vcxl_dma_table *t, struct vcxl_dma_map *m)
 {
 	if (t->on_release)
 		t->on_release(t->release_opaque, m);
-	if (m->map_base)
+	if (m->map_base) {
 		munmap(m->map_base, m->map_len);
-	if (m->fd >= 0)
+		t->budget.mapped -= m->map_len;
+	}
+	if (m->fd >= 0) {
 		close(m->fd);
+		t->budget.fds--;
+	}
 	m->map_base = NULL;
 	m->ptr = NULL;
 	m->fd = -1;
@@ -121,8 +131,19 @@ static int dma_fd_covers(int fd, uint64_t offset, uint64_t size)
 	return 0;
 }
 
-/* mmap the fd range with the protection the flags grant. */
-static int dma_mmap(struct vcxl_dma_map *m)
+/* What one more window costs against the client's budget: -EMFILE when its
+ * fd is one too many, -EDQUOT when its len bytes of address space are. */
+static int dma_budget_check(const struct vcxl_dma_budget *b, uint64_t len)
+{
+	if (b->max_fds && b->fds >= b->max_fds)
+		return -EMFILE;
+	if (b->max_mapped && (len > b->max_mapped || b->mapped > b->max_mapped - len))
+		return -EDQUOT;
+	return 0;
+}
+
+/* mmap the fd range with the protection the flags grant, within the budget. */
+static int dma_mmap(struct vcxl_dma_budget *b, struct vcxl_dma_map *m)
 {
 	int prot = 0;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -136,7 +157,9 @@ static int dma_mmap(struct vcxl_dma_map *m)
 		prot |= PROT_WRITE;
 	if (m->size + skew > SIZE_MAX)
 		return -EINVAL;
-	int rc = dma_fd_covers(m->fd, m->offset, m->size);
+	int rc = dma_budget_check(b, m->size + skew);
+	if (!rc)
+		rc = dma_fd_covers(m->fd, m->offset, m->size);
 	if (rc)
 		return rc;
 	p = mmap(NULL, m->size + skew, prot, MAP_SHARED, m->fd, (off_t)aligned);
@@ -145,6 +168,8 @@ static int dma_mmap(struct vcxl_dma_map *m)
 	m->map_base = p;
 	m->map_len = m->size + skew;
 	m->ptr = (uint8_t *)p + skew;
+	b->mapped += m->map_len;
+	b->fds++;
 	return 0;
 }
 
@@ -183,7 +208,7 @@ int vcxl_dma_add(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, uint32_
 		t->cap = ncap;
 	}
 	if (fd >= 0) {
-		rc = dma_mmap(&m);
+		rc = dma_mmap(&t->budget, &m);
 		if (rc)
 			goto fail;
 	}

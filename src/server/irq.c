@@ -140,11 +140,28 @@ static void irq_signal(struct vcxl_conn *c, struct irq_index *q, uint32_t v)
 		q->masked[v] = 1;
 }
 
-static void irq_set_fd(int *slot, int fd)
+static void irq_set_fd(struct vcxl_conn *c, int *slot, int fd)
 {
-	if (*slot >= 0)
+	if (*slot >= 0) {
 		close(*slot);
+		c->irq_fds--;
+	}
 	*slot = fd;
+	if (fd >= 0)
+		c->irq_fds++;
+}
+
+/* The client's fd budget (cfg.max_fds: its DMA windows' fds and its
+ * eventfds) must hold the nfds eventfds that replace vectors start.. of
+ * slots: 0 or -EMFILE. */
+static int irq_fds_check(const struct vcxl_conn *c, const int *slots, uint32_t start, unsigned nfds)
+{
+	unsigned held = c->dma.budget.fds + c->irq_fds, freed = 0;
+
+	for (unsigned i = 0; i < nfds; i++)
+		if (slots[start + i] >= 0)
+			freed++;
+	return held - freed + nfds > c->cfg.max_fds ? -EMFILE : 0;
 }
 
 /* Tell the device's host side whether vector v of index has a trigger fd;
@@ -227,7 +244,7 @@ int conn_handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *
 		for (uint32_t i = 0; i < q->count; i++) {
 			if (q->trigger[i] >= 0)
 				irq_arm(c, q, s.index, i, false);
-			irq_set_fd(&q->trigger[i], -1);
+			irq_set_fd(c, &q->trigger[i], -1);
 			q->masked[i] = q->pending[i] = 0;
 		}
 		return 0;
@@ -246,6 +263,12 @@ int conn_handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *
 				proto_err(c, m, "fd %u is not an eventfd", i);
 				return reply_error(r, EINVAL);
 			}
+		if (irq_fds_check(c, act == VFIO_IRQ_SET_ACTION_TRIGGER ? q->trigger : q->notify,
+				  s.start, m->nfds)) {
+			proto_err(c, m, "%u eventfds: over the client's budget of %u fds", m->nfds,
+				  c->cfg.max_fds);
+			return reply_error(r, EMFILE);
+		}
 	} else if (m->nfds) {
 		proto_err(c, m, "fds without DATA_EVENTFD");
 		return reply_error(r, EINVAL);
@@ -265,13 +288,13 @@ int conn_handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *
 
 			if (m->nfds)
 				m->fds[i] = -1;
-			irq_set_fd(act == VFIO_IRQ_SET_ACTION_TRIGGER ? &q->trigger[v]
-								      : &q->notify[v],
-				   fd);
+			irq_set_fd(
+			    c, act == VFIO_IRQ_SET_ACTION_TRIGGER ? &q->trigger[v] : &q->notify[v],
+			    fd);
 			if (act == VFIO_IRQ_SET_ACTION_TRIGGER &&
 			    irq_arm(c, q, s.index, v, fd >= 0) && fd >= 0) {
 				/* the device cannot signal it: the client must not wait on it */
-				irq_set_fd(&q->trigger[v], -1);
+				irq_set_fd(c, &q->trigger[v], -1);
 				return reply_error(r, EIO);
 			}
 			continue;

@@ -18,6 +18,9 @@
 #include "vcxl/server.h"
 
 #define LOOP_MAX_EVENTS 32
+/* A listener whose accept failed for want of fds or memory rests this long:
+ * level-triggered, it would wake the loop again at once (a spin). */
+#define LOOP_ACCEPT_BACKOFF_MS 100
 
 enum tag_kind {
 	TAG_SIGNAL,
@@ -55,6 +58,7 @@ struct loop_dev {
 	unsigned clients;
 	int pid, uid, gid; /* the client's SO_PEERCRED */
 	int64_t since_ms;
+	int64_t accept_resume_ms; /* accept backs off until then (0: it does not) */
 };
 
 struct vcxl_loop {
@@ -168,7 +172,7 @@ static void loop_listen_pause(struct vcxl_loop *l, struct loop_dev *d, bool paus
 {
 	if (pause)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, d->lfd, NULL);
-	else
+	else if (!d->accept_resume_ms) /* a backoff ends in loop_accept_resume */
 		loop_ctl(l, EPOLL_CTL_ADD, d->lfd, EPOLLIN, &d->ltag);
 }
 
@@ -225,13 +229,52 @@ static void loop_peer(struct loop_dev *d, int fd)
 	d->since_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t loop_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Out of fds or memory: the connection waits in the backlog while the
+ * listener rests (one log line per rest, no spin). */
+static void loop_accept_backoff(struct vcxl_loop *l, struct loop_dev *d, int err)
+{
+	vcxl_log(VCXL_LOG_WARN, "%s: accept: %s: not accepting for %d ms", d->name, strerror(-err),
+		 LOOP_ACCEPT_BACKOFF_MS);
+	loop_listen_pause(l, d, true);
+	d->accept_resume_ms = loop_now_ms() + LOOP_ACCEPT_BACKOFF_MS;
+}
+
+/* The listener's rest is over: poll it again (unless a client is served).
+ * The time left of it otherwise, -1 when it does not rest. */
+static int loop_accept_resume(struct vcxl_loop *l, struct loop_dev *d)
+{
+	int64_t left;
+
+	if (!d->accept_resume_ms)
+		return -1;
+	left = d->accept_resume_ms - loop_now_ms();
+	if (left > 0)
+		return left > INT32_MAX ? INT32_MAX : (int)left;
+	d->accept_resume_ms = 0;
+	if (!d->conn && !d->closing && !l->stop)
+		loop_listen_pause(l, d, false);
+	return -1;
+}
+
 static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 {
 	int fd;
 
-	if (d->conn || d->closing)
+	if (d->conn || d->closing || d->accept_resume_ms)
 		return;
 	fd = vcxl_sock_accept(d->lfd);
+	if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
+		loop_accept_backoff(l, d, fd);
+		return;
+	}
 	if (fd < 0) {
 		if (fd != -EAGAIN)
 			vcxl_log(VCXL_LOG_WARN, "%s: accept: %s", d->name, strerror(-fd));
@@ -299,6 +342,7 @@ static int loop_service(struct vcxl_loop *l)
 	for (unsigned i = 0; i < l->n; i++) {
 		struct loop_dev *d = l->devs[i];
 
+		timeout = vcxl_min_timeout(timeout, loop_accept_resume(l, d));
 		if (d->closing) {
 			/* its reset for the next client goes first, one step per turn */
 			int t = loop_closing(l, d);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "config.h"
 #include "control.h"
 #include "vcxl/host_cxl.h"
@@ -43,6 +44,11 @@
 /* the control socket's own permissions (control.c) */
 #define OPT_CONTROL_MODE  0x120
 #define OPT_CONTROL_GROUP 0x121
+/* per-client budgets (budget.c) */
+#define OPT_MAX_DMA_WINDOWS 0x130
+#define OPT_MAX_DMA_MAPPED  0x131
+#define OPT_MAX_DMA_PINNED  0x132
+#define OPT_MAX_CLIENT_FDS  0x133
 
 struct opts {
 	const char *socket;
@@ -65,6 +71,7 @@ struct opts {
 	const char *user;		       /* --user: drop to it once everything is open */
 	int control_mode;		       /* --control-mode (default VCXL_CONTROL_MODE) */
 	gid_t control_gid;		       /* --control-group, (gid_t)-1 = none */
+	struct vcxl_budget_req budget;	       /* --max-dma-*, --max-client-fds */
 };
 
 static void usage(FILE *f)
@@ -127,6 +134,18 @@ static void usage(FILE *f)
 		"                           (its uid, gid, no supplementary groups); root is\n"
 		"                           only needed to open /dev/vfio, sysfs, /dev/mem,\n"
 		"                           device-DAX and to lift RLIMIT_MEMLOCK for DMA\n"
+		"Per-client budgets (a request over one gets an errno reply):\n"
+		"      --max-dma-windows N  DMA windows at once (default 4096): ENOSPC\n"
+		"      --max-dma-mapped SIZE  address space of the DMA windows with an fd\n"
+		"                           (default: 4T, or 3/4 of the address space shared\n"
+		"                           by the devices if less): EDQUOT\n"
+		"      --max-dma-pinned SIZE  with --backend vfio: bytes pinned for the\n"
+		"                           device's DMA (default: 3/4 of RAM shared by the\n"
+		"                           devices): EDQUOT\n"
+		"      --max-client-fds N   fds one client holds, DMA windows and eventfds\n"
+		"                           (default and maximum: what RLIMIT_NOFILE, raised\n"
+		"                           to its hard limit, leaves after 64 + 48 per device\n"
+		"                           kept for the server, shared by the devices): EMFILE\n"
 		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
 		"                           client messages are logged at warn as\n"
 		"                           \"" VCXL_PROTO_ERR_PREFIX "...\"\n"
@@ -253,6 +272,10 @@ static int parse_args(int argc, char **argv, struct opts *o, struct argsrc *src)
 	    {"user", required_argument, NULL, OPT_USER},
 	    {"control-mode", required_argument, NULL, OPT_CONTROL_MODE},
 	    {"control-group", required_argument, NULL, OPT_CONTROL_GROUP},
+	    {"max-dma-windows", required_argument, NULL, OPT_MAX_DMA_WINDOWS},
+	    {"max-dma-mapped", required_argument, NULL, OPT_MAX_DMA_MAPPED},
+	    {"max-dma-pinned", required_argument, NULL, OPT_MAX_DMA_PINNED},
+	    {"max-client-fds", required_argument, NULL, OPT_MAX_CLIENT_FDS},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -329,6 +352,27 @@ static int parse_args(int argc, char **argv, struct opts *o, struct argsrc *src)
 			if (!getpwnam(optarg))
 				return die_opt("--user", optarg, "no such user");
 			o->user = optarg;
+			break;
+		case OPT_MAX_DMA_WINDOWS:
+			if (parse_uint(optarg, 1, 65536, &o->budget.max_dma_windows))
+				return die_opt("--max-dma-windows", optarg, "need 1..65536");
+			break;
+		case OPT_MAX_DMA_MAPPED:
+			if (vcxl_parse_size(optarg, &o->budget.max_dma_mapped) ||
+			    o->budget.max_dma_mapped < VCXL_SRV_PGSIZE)
+				return die_opt("--max-dma-mapped", optarg,
+					       "need a size, at least 4K");
+			break;
+		case OPT_MAX_DMA_PINNED:
+			if (vcxl_parse_size(optarg, &o->budget.max_dma_pinned) ||
+			    o->budget.max_dma_pinned < VCXL_SRV_PGSIZE)
+				return die_opt("--max-dma-pinned", optarg,
+					       "need a size, at least 4K");
+			break;
+		case OPT_MAX_CLIENT_FDS:
+			if (parse_uint(optarg, VCXL_MIN_CLIENT_FDS, 1u << 20,
+				       &o->budget.max_client_fds))
+				return die_opt("--max-client-fds", optarg, "need 16..1048576");
 			break;
 		case 'X':
 			o->region_dax = optarg;
@@ -905,6 +949,7 @@ int main(int argc, char **argv)
 			 .control_gid = (gid_t)-1};
 	struct served *devs;
 	struct vcxl_loop *loop = NULL;
+	struct vcxl_conn_cfg conn_cfg;
 	sigset_t set;
 	int rc, notify_fd = -1;
 	unsigned made = 0;
@@ -941,6 +986,12 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	o.budget.devices = o.devices;
+	o.budget.pins = o.vfio;
+	if (vcxl_budget_plan(&o.budget, &conn_cfg)) {
+		vcxl_config_free(argv, args);
+		return 1;
+	}
 	devs = calloc(o.devices, sizeof(*devs));
 	if (!devs || vcxl_loop_create(&loop)) {
 		fprintf(stderr, "vcxl-server: out of memory\n");
@@ -971,7 +1022,7 @@ int main(int argc, char **argv)
 		rc = make_device(&o, made, s);
 		if (rc)
 			goto out;
-		rc = vcxl_loop_add_device(loop, s->path, &vcxl_vdev_ops, s->vdev, NULL);
+		rc = vcxl_loop_add_device(loop, s->path, &vcxl_vdev_ops, s->vdev, &conn_cfg);
 		if (rc) {
 			fprintf(stderr, "vcxl-server: %s: %s\n", s->path,
 				rc == -EADDRINUSE ? "another server is listening there"

@@ -193,9 +193,15 @@ static int dma_map_device(struct vcxl_conn *c, uint64_t iova)
 			 conn_name(c), (unsigned long long)dm->iova, (unsigned long long)dm->size);
 		return 0;
 	}
+	/* the device's own mapping pins the window: within the pinned budget */
+	if (c->cfg.max_dma_pinned &&
+	    (dm->size > c->cfg.max_dma_pinned || c->pinned > c->cfg.max_dma_pinned - dm->size))
+		return -EDQUOT;
 	rc = c->ops->dma_map(c->dev, dm->iova, dm->size, dm->ptr,
 			     dm->flags & VFIO_USER_F_DMA_REGION_WRITE);
 	dm->dev_mapped = rc == 0;
+	if (dm->dev_mapped)
+		c->pinned += dm->size;
 	return rc == -EOPNOTSUPP ? 0 : rc;
 }
 
@@ -204,8 +210,24 @@ void conn_dma_unmap_device(void *opaque, const struct vcxl_dma_map *dm)
 {
 	struct vcxl_conn *c = opaque;
 
+	if (dm->dev_mapped)
+		c->pinned -= dm->size;
 	if (c->ops->dma_unmap && dm->dev_mapped)
 		c->ops->dma_unmap(c->dev, dm->iova, dm->size);
+}
+
+/* Why a window was refused, for the log. */
+static const char *dma_map_why(int rc)
+{
+	switch (rc) {
+	case -ENOSPC:
+		return "over the client's budget of DMA windows (--max-dma-windows)";
+	case -EDQUOT:
+		return "over the client's budget of mapped bytes (--max-dma-mapped)";
+	case -EMFILE:
+		return "over the client's budget of fds (--max-client-fds)";
+	}
+	return strerror(-rc);
 }
 
 /* vfio-user spec "DMA_MAP" */
@@ -231,17 +253,27 @@ static int handle_dma_map(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 		fd = m->fds[0];
 		m->fds[0] = -1;
 	}
+	/* the client's fd budget holds its windows' fds and its eventfds */
+	if (fd >= 0 && c->dma.budget.fds + c->irq_fds >= c->cfg.max_fds) {
+		close(fd);
+		proto_err(c, m, "map [0x%llx, +0x%llx): over the client's budget of %u fds",
+			  (unsigned long long)d.addr, (unsigned long long)d.size, c->cfg.max_fds);
+		return reply_error(r, EMFILE);
+	}
 	rc = vcxl_dma_add(&c->dma, d.addr, d.size, d.flags, fd, d.offset);
 	if (rc) {
 		proto_err(c, m, "map [0x%llx, +0x%llx) flags 0x%x: %s", (unsigned long long)d.addr,
-			  (unsigned long long)d.size, d.flags, strerror(-rc));
+			  (unsigned long long)d.size, d.flags, dma_map_why(rc));
 		return reply_error(r, -rc);
 	}
 	rc = dma_map_device(c, d.addr);
 	if (rc) {
 		unsigned gone;
 		proto_err(c, m, "device cannot map [0x%llx, +0x%llx): %s",
-			  (unsigned long long)d.addr, (unsigned long long)d.size, strerror(-rc));
+			  (unsigned long long)d.addr, (unsigned long long)d.size,
+			  rc == -EDQUOT
+			      ? "over the client's budget of pinned bytes (--max-dma-pinned)"
+			      : strerror(-rc));
 		vcxl_dma_remove_range(&c->dma, d.addr, d.size, &gone);
 		return reply_error(r, -rc);
 	}
