@@ -26,7 +26,10 @@
 #include "coro.h"
 #include "vcxl/server.h"
 
-#define CONN_BATCH	 64
+#define CONN_BATCH 64
+/* A request handler that does many pieces of work (WRITE_MULTI's entries)
+ * yields one loop turn after this long of them. */
+#define CONN_STEP_US	 1000
 #define CONN_QUEUE_BYTES (16u << 20)
 #define NUM_IRQ_INDEX	 (VFIO_PCI_REQ_IRQ_INDEX + 1)
 

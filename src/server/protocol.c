@@ -556,12 +556,33 @@ static int handle_region_write(struct vcxl_conn *c, struct vcxl_msg *m, struct r
 	return 0;
 }
 
+/* The loop's other clients wait while this one's entries run: a write may
+ * start a device's job and run its first step (4 MiB of a FILL), so after
+ * CONN_STEP_US of them the handler yields one turn (it runs on the
+ * coroutine, conn_may_block). */
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void write_multi_yield_if_due(struct vcxl_conn *c, int64_t *since_us)
+{
+	if (mono_us() - *since_us < CONN_STEP_US)
+		return;
+	conn_pause(c);
+	*since_us = mono_us();
+}
+
 /* vfio-user spec "REGION_WRITE_MULTI" */
 static int handle_write_multi(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 {
 	const size_t esz = sizeof(struct vfio_user_wr_multi_entry);
 	uint64_t cnt;
 	int first = 0;
+	int64_t since_us = mono_us();
 
 	/* vfio-user spec "VERSION": only a client that offered write_multiple sends it */
 	if (!c->write_multi) {
@@ -578,6 +599,10 @@ static int handle_write_multi(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 		struct vfio_user_wr_multi_entry e;
 		int rc;
 
+		if (i)
+			write_multi_yield_if_due(c, &since_us);
+		if (c->dead)
+			return reply_error(r, ECONNRESET); /* gone meanwhile: nobody to answer */
 		memcpy(&e, m->data + sizeof(cnt) + i * esz, esz);
 		if (!e.count || e.count > VFIO_USER_MULTI_DATA || e.region >= c->num_regions ||
 		    e.offset + e.count < e.offset) {
