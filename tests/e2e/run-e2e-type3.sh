@@ -21,12 +21,15 @@
 # size, tests/e2e/guest/numa-guest.c allocates 200 MiB on it (mbind), writes and verifies
 # it, and here every one of its pages is found in the backing file.
 #
-# Environment: VCXL_QEMU, VCXL_E2E_TIMEOUT (s, default 400), VCXL_E2E_T3_KVER (default:
+# Environment: VCXL_QEMU, VCXL_E2E_TIMEOUT (s, default 400), VCXL_E2E_SILENCE (s without
+# console output before the boot is killed and retried once, 90: lib.sh), VCXL_E2E_T3_KVER (default:
 # the newest linux-image-6.12.*+deb12-amd64-unsigned apt knows), VCXL_E2E_T3_CACHE
 # (~/.cache/vcxl-e2e-t3). Logs: BUILDDIR/e2e-type3/{console,server,qemu-cmd}.log.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/initramfs.sh"
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/lib.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 MODE=${2:-}
 NAME=e2e-type3
@@ -51,14 +54,12 @@ skip_all() {
 	echo "1..0 # SKIP $1"
 	exit 0
 }
-QPID=""
 SPID=""
 TMP=""
 cleanup() {
-	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	e2e_boot_stop
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
 	[ -n "$TMP" ] && rm -rf "$TMP"
-	QPID=""
 	SPID=""
 	TMP=""
 }
@@ -202,8 +203,8 @@ if [ "$MODE" = kmem ]; then
 	APPEND="vcxl.kmem=1 vcxl.numa_mib=$NUMA_MIB memhp_default_state=online_movable"
 fi
 # shellcheck disable=SC2054 # commas separate QEMU suboptions
-ARGS=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
-	-object memory-backend-memfd,id=ram0,size=1G,share=on -m 1G -smp 2
+ARGS=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
+	-object memory-backend-memfd,id=ram0,size=1G,share=on -m 1G
 	-cpu qemu64,-hypervisor
 	"${MACHINE[@]}"
 	-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
@@ -213,16 +214,12 @@ ARGS=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
 	-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G
 	-nographic -serial stdio -monitor none -no-reboot -nic none
 	-kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$LOG/initramfs.cpio.gz"
-	-append "console=ttyS0 panic=-1 quiet $APPEND ${VCXL_E2E_T3_APPEND:-}")
+	-append "$E2E_KERNEL_ARGS $APPEND ${VCXL_E2E_T3_APPEND:-}")
 printf '%q ' "$QEMU" "${ARGS[@]}" > "$LOG/qemu-cmd.log"
 echo >> "$LOG/qemu-cmd.log"
-t0=$(date +%s)
-timeout -k 10 "$TMO" "$QEMU" "${ARGS[@]}" < /dev/null > "$CON" 2>&1 &
-QPID=$!
-wait "$QPID"
+e2e_boot --timeout "$TMO" "$NAME" "$CON" "$QEMU" "${ARGS[@]}"
 rc=$?
-QPID=""
-echo "# QEMU exited rc=$rc after $(($(date +%s) - t0)) s"
+echo "# QEMU exited rc=$rc after $E2E_BOOT_SECS s"
 tap "$([ $rc -eq 0 ] && echo 1 || echo 0)" "QEMU ran and exited cleanly (rc=$rc)"
 if grep -a -q '=== VCXL T3 GUEST DONE ===' "$CON"; then
 	tap 1 "guest init completed"

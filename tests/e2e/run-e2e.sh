@@ -18,10 +18,14 @@
 #   VCXL_E2E_CACHE     kernel/initramfs cache (default ~/.cache/vcxl-e2e)
 #   VCXL_E2E_BOOTS     boots to run (default "nodev plain cxl"; "iommu" is extra, see docs/qemu.md)
 #   VCXL_E2E_TIMEOUT   hard timeout per QEMU run, seconds (default 300)
+#   VCXL_E2E_SILENCE   seconds without console output before a boot is killed and retried
+#                      once (default 90; tests/e2e/lib.sh)
 #   VCXL_E2E_SERVER_ARGS  extra vcxl-server options
 # Logs: BUILDDIR/e2e/<boot>.{console,server,qemu-cmd}.log
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/lib.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 LOGDIR="$BUILD/e2e"
 SERVER="$BUILD/src/tools/vcxl-server"
@@ -53,15 +57,13 @@ skip_all() {
 
 # ---- processes we start; killed by pid on any exit ----
 TMP=""
-QPID=""
 SPID=""
 ALL_PIDS=""
 ALL_TMPS=""
 cleanup() {
-	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	e2e_boot_stop
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
 	[ -n "$TMP" ] && rm -rf "$TMP"
-	QPID=""
 	SPID=""
 	TMP=""
 }
@@ -148,7 +150,7 @@ on_disconnect() { # on_disconnect NAME
 }
 
 run_boot() { # run_boot NAME
-	local name=$1 sock mem con slog cmdlog append rc t_start t_end args=() qargs
+	local name=$1 sock mem con slog cmdlog append rc args=() qargs
 	TMP=$(mktemp -d /tmp/vcxl-e2e.XXXXXX)
 	ALL_TMPS="$ALL_TMPS $TMP"
 	sock="$TMP/vcxl.sock"
@@ -181,31 +183,24 @@ run_boot() { # run_boot NAME
 		[ -x "$CLI" ] && "$CLI" info "$sock" > "$LOGDIR/$name.info-before.log" 2>&1
 	fi
 
-	append="console=ttyS0 panic=-1 quiet"
+	append=$E2E_KERNEL_ARGS
 	case "$name" in
 	nodev) append="$append vcxl.args=--expect-absent" ;;
 	cxl) append="$append vcxl.cxl=1" ;;
 	iommu) append="$append intel_iommu=on vcxl.vfio=1 vcxl.args=--vfio" ;;
 	esac
 	mapfile -t qargs < <(qemu_machine "$name" "$sock")
-	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
+	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
 		-object "memory-backend-memfd,id=ram0,size=$GUEST_RAM,share=on" -m "$GUEST_RAM"
-		-smp 2 -nographic -serial stdio -monitor none -no-reboot -nic none
+		-nographic -serial stdio -monitor none -no-reboot -nic none
 		"${qargs[@]}"
 		-kernel "$LOGDIR/guest/vmlinuz" -initrd "$LOGDIR/guest/initramfs.cpio.gz"
 		-append "$append")
 	printf '%q ' "$QEMU" "${args[@]}" > "$cmdlog"
 	echo >> "$cmdlog"
-	t_start=$(date +%s.%N)
-	timeout -k 10 "$QEMU_TIMEOUT" "$QEMU" "${args[@]}" < /dev/null > "$con" 2>&1 &
-	QPID=$!
-	ALL_PIDS="$ALL_PIDS $QPID"
-	wait "$QPID"
+	e2e_boot --timeout "$QEMU_TIMEOUT" "$name" "$con" "$QEMU" "${args[@]}"
 	rc=$?
-	QPID=""
-	t_end=$(date +%s.%N)
-	local wall
-	wall=$(python3 -c "print(f'{$t_end - $t_start:.1f}')")
+	local wall=$E2E_BOOT_SECS
 	echo "# $name: QEMU exited rc=$rc after ${wall} s"
 	if [ $rc -eq 0 ]; then
 		tap OK "$name: QEMU ran and exited cleanly (${wall} s)"
@@ -387,7 +382,7 @@ done
 
 # nothing we started may survive: processes (by pid), sockets and temp dirs
 left=""
-for p in $ALL_PIDS; do
+for p in $ALL_PIDS $E2E_BOOT_ALL_PIDS; do
 	kill -0 "$p" 2>/dev/null && left="$left pid:$p"
 done
 for d in $ALL_TMPS; do
