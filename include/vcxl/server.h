@@ -62,6 +62,7 @@ int vcxl_notify_send(int fd, const char *state);
 #define VCXL_SRV_MAX_DMA_MAPS	4096	   /* DMA windows valid at once */
 #define VCXL_SRV_MSG_SLACK	4096	   /* header/struct room above max_data_xfer_size */
 #define VCXL_SRV_MAX_QUEUED	256	   /* client requests queued during its DMA wait */
+#define VCXL_SRV_MAX_QUEUED_FDS 16	   /* fds those queued requests may hold */
 #define VCXL_SRV_DMA_TIMEOUT_MS 5000	   /* wait for the client's DMA_READ/WRITE reply */
 #define VCXL_SRV_PGSIZE		4096ull
 /* Per-client budgets (docs/security.md, "Per-client budgets"); the server

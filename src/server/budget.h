@@ -13,8 +13,9 @@
  * device files... */
 #define VCXL_FD_RESERVE 64
 /* ...and per device: its listener, its client's socket, the fds of messages
- * being received, device memory, the fresh objects of a hand-over, BAR fds */
-#define VCXL_FD_RESERVE_PER_DEV (16 + 2 * VCXL_SRV_MAX_MSG_FDS)
+ * being received and of requests queued behind a wait, device memory, the
+ * fresh objects of a hand-over, BAR fds */
+#define VCXL_FD_RESERVE_PER_DEV (16 + 2 * VCXL_SRV_MAX_MSG_FDS + VCXL_SRV_MAX_QUEUED_FDS)
 /* A per-client fd budget below this is a start-up error (raise RLIMIT_NOFILE). */
 #define VCXL_MIN_CLIENT_FDS 16
 /* Mapped bytes: every client together at most this share (in 1/4) of the

@@ -29,6 +29,7 @@ void conn_queue_msg(struct vcxl_conn *c, struct vcxl_msg *m)
 	c->q_tail = m;
 	c->q_len++;
 	c->q_bytes += m->len + sizeof(*m);
+	c->q_fds += m->nfds;
 }
 
 struct vcxl_msg *conn_dequeue_msg(struct vcxl_conn *c)
@@ -42,6 +43,7 @@ struct vcxl_msg *conn_dequeue_msg(struct vcxl_conn *c)
 		c->q_tail = NULL;
 	c->q_len--;
 	c->q_bytes -= m->len + sizeof(*m);
+	c->q_fds -= m->nfds;
 	return m;
 }
 
@@ -239,9 +241,12 @@ static void conn_dispatch(struct vcxl_conn *c, struct vcxl_msg *m)
 		return;
 	}
 	if (c->co_busy) {
+		/* queued requests are bounded in count, bytes and the fds they hold:
+		 * a client parking fds behind its own DMA wait would take the server's */
 		conn_queue_msg(c, m);
 		if (c->wait == WAIT_DMA &&
-		    (c->q_len > VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES)) {
+		    (c->q_len > VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES ||
+		     c->q_fds > VCXL_SRV_MAX_QUEUED_FDS)) {
 			c->dma_err = -ENOBUFS; /* the client floods instead of answering */
 			conn_co_resume(c);
 		}
@@ -373,7 +378,8 @@ void vcxl_conn_destroy(struct vcxl_conn *c)
 static bool conn_held(const struct vcxl_conn *c)
 {
 	return c->co_busy && c->wait != WAIT_DMA &&
-	       (c->q_len >= VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES);
+	       (c->q_len >= VCXL_SRV_MAX_QUEUED || c->q_bytes > CONN_QUEUE_BYTES ||
+		c->q_fds >= VCXL_SRV_MAX_QUEUED_FDS);
 }
 
 /* Complete requests already taken from the socket (queued during a DMA wait,

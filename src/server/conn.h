@@ -121,6 +121,7 @@ struct vcxl_conn {
 	int64_t dma_deadline;	    /* ms, CLOCK_MONOTONIC */
 	size_t q_bytes;
 	unsigned q_len;
+	unsigned q_fds; /* fds held by queued requests (VCXL_SRV_MAX_QUEUED_FDS) */
 	struct vcxl_tx *tx_head, *tx_tail;
 	uint16_t next_id;
 	struct vcxl_conn_stats st;

@@ -144,7 +144,7 @@ static void usage(FILE *f)
 		"                           devices): EDQUOT\n"
 		"      --max-client-fds N   fds one client holds, DMA windows and eventfds\n"
 		"                           (default and maximum: what RLIMIT_NOFILE, raised\n"
-		"                           to its hard limit, leaves after 64 + 48 per device\n"
+		"                           to its hard limit, leaves after 64 + 64 per device\n"
 		"                           kept for the server, shared by the devices): EMFILE\n"
 		"  -l, --log-level LEVEL    error, warn, info or debug (default info). Rejected\n"
 		"                           client messages are logged at warn as\n"
