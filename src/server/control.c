@@ -32,12 +32,22 @@
  *             guest decoders). read-memory and set-log-level are refused
  *             with {"error": {"class": "PermissionDenied"}} in every
  *             configuration, whatever the socket's mode.
+ *
+ * No control client holds the loop: one loop turn serves a client's lines for
+ * at most VCXL_CONTROL_TURN_US (at least one line); the rest stay in its
+ * buffer, nothing more is read from it, and the next turn (a kick on an
+ * eventfd, behind every device fd that is ready) goes on, one line per client
+ * in turn. None holds the slots either: a connection with nothing to say for
+ * the idle timeout (--control-idle-timeout) is closed, and when all
+ * VCXL_CONTROL_CLIENTS slots are taken an administrator's connection takes
+ * the longest-idle one (an observer's first); an observer's is refused.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -56,9 +66,11 @@ struct ctl_client {
 	int fd;
 	char buf[VCXL_CONTROL_LINE_MAX + 1];
 	size_t len;
-	bool skipping; /* inside an overlong line: drop bytes up to its newline */
-	bool held;     /* its next request waits for a busy device (not watched) */
-	bool admin;    /* the peer may run every command (ctl_peer_is_admin) */
+	bool skipping;	 /* inside an overlong line: drop bytes up to its newline */
+	bool held;	 /* its next request waits for a busy device (not watched) */
+	bool admin;	 /* the peer may run every command (ctl_peer_is_admin) */
+	bool backlog;	 /* complete lines wait for the next turn (not watched) */
+	int64_t last_ms; /* its last request or bytes: idle since */
 	struct vcxl_control *c;
 };
 
@@ -77,6 +89,10 @@ struct vcxl_control {
 	unsigned ndesc;
 	int tfd; /* held requests are looked at again on this timer */
 	bool timer_on;
+	int kfd;	 /* eventfd: lines wait for the next turn */
+	int ifd;	 /* timerfd: idle connections are looked for */
+	int64_t idle_ms; /* a connection idle this long is closed */
+	unsigned next;	 /* the backlogged client served first next turn */
 };
 
 static int64_t mono_ms(void)
@@ -85,6 +101,14 @@ static int64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static const char *const level_names[] = {
@@ -509,6 +533,23 @@ static void timer_arm(struct vcxl_control *c, bool on)
 	c->timer_on = on;
 }
 
+static void control_kick(struct vcxl_control *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->kfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		vcxl_log(VCXL_LOG_ERROR, "control: eventfd: %s", strerror(errno));
+}
+
+/* Lines are left after this turn: nothing more is read from the client until
+ * they are served, on the next turns (kick_event). */
+static void client_yield(struct ctl_client *k)
+{
+	k->backlog = true;
+	vcxl_loop_unwatch(k->c->loop, k->fd);
+	control_kick(k->c);
+}
+
 /* The next request waits for a busy device: nothing more is read from the
  * client until it is served. */
 static void client_hold(struct ctl_client *k)
@@ -518,11 +559,12 @@ static void client_hold(struct ctl_client *k)
 	timer_arm(k->c, true);
 }
 
-/* Serve the complete lines received, in order: 0, 1 when one waits
- * (client_hold), -1 when the client was closed. */
-static int client_lines(struct ctl_client *k)
+/* Serve the complete lines received, in order, until end_us (at least one):
+ * 0 when none is left, 1 when one waits (client_hold), 2 when lines are left
+ * for the next turn, -1 when the client was closed. */
+static int client_lines(struct ctl_client *k, int64_t end_us)
 {
-	for (;;) {
+	for (unsigned served = 0;; served++) {
 		char *nl = memchr(k->buf, '\n', k->len);
 		size_t line;
 
@@ -539,6 +581,9 @@ static int client_lines(struct ctl_client *k)
 			k->len = 0;
 			return 0;
 		}
+		if (served && mono_us() >= end_us)
+			return 2;
+		k->last_ms = mono_ms();
 		line = (size_t)(nl - k->buf);
 		if (k->skipping) {
 			k->skipping = false;
@@ -573,7 +618,48 @@ static void client_event(void *opaque, uint32_t ev)
 		return;
 	}
 	k->len += (size_t)n;
-	client_lines(k);
+	k->last_ms = mono_ms();
+	if (client_lines(k, mono_us() + VCXL_CONTROL_TURN_US) == 2)
+		client_yield(k);
+}
+
+/* The next turn: one line of each client with lines left, in turn, until the
+ * turn's time is used; a client with none left is read again. */
+static void kick_event(void *opaque, uint32_t ev)
+{
+	struct vcxl_control *c = opaque;
+	int64_t end = mono_us() + VCXL_CONTROL_TURN_US;
+	bool again = false;
+	uint64_t v;
+	unsigned n;
+
+	if (read(c->kfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	for (n = 0; n < VCXL_CONTROL_CLIENTS; n++) {
+		unsigned i = (c->next + n) % VCXL_CONTROL_CLIENTS;
+		struct ctl_client *k = c->clients[i];
+		int rc;
+
+		if (!k || !k->backlog)
+			continue;
+		if (n && mono_us() >= end) {
+			c->next = i;
+			again = true;
+			break;
+		}
+		k->backlog = false;
+		rc = client_lines(k, 0);
+		if (rc == 2) {
+			k->backlog = true;
+			again = true;
+		} else if (rc == 0 && vcxl_loop_watch(c->loop, k->fd, EPOLLIN, client_event, k)) {
+			client_close(k);
+		}
+	}
+	if (n == VCXL_CONTROL_CLIENTS)
+		c->next = (c->next + 1) % VCXL_CONTROL_CLIENTS;
+	if (again)
+		control_kick(c);
 }
 
 /* A held request's turn: served if its device is free, and the client read
@@ -592,9 +678,11 @@ static void timer_event(void *opaque, uint32_t ev)
 		if (!k || !k->held)
 			continue;
 		k->held = false;
-		int rc = client_lines(k);
+		int rc = client_lines(k, mono_us() + VCXL_CONTROL_TURN_US);
 		if (rc == 1)
 			held = true;
+		else if (rc == 2)
+			client_yield(k);
 		else if (rc == 0 && vcxl_loop_watch(c->loop, k->fd, EPOLLIN, client_event, k))
 			client_close(k);
 	}
@@ -614,6 +702,69 @@ static bool ctl_peer_is_admin(int fd)
 	return cr.uid == 0 || cr.uid == geteuid();
 }
 
+/* Every slot is taken and an administrator connects: the longest-idle
+ * connection gives its slot up (an observer's first). The slot's index. */
+static unsigned evict_for_admin(struct vcxl_control *c)
+{
+	unsigned best = 0;
+
+	for (unsigned i = 1; i < VCXL_CONTROL_CLIENTS; i++) {
+		const struct ctl_client *a = c->clients[i], *b = c->clients[best];
+
+		if (a->admin != b->admin ? !a->admin : a->last_ms < b->last_ms)
+			best = i;
+	}
+	vcxl_log(VCXL_LOG_INFO,
+		 "control: %u clients already: the longest idle (%s) makes room "
+		 "for the administrator",
+		 VCXL_CONTROL_CLIENTS,
+		 c->clients[best]->admin ? "an administrator's" : "an observer's");
+	client_send(c->clients[best],
+		    err_reply("GenericError", "closed: the slot went to the administrator"));
+	client_close(c->clients[best]);
+	return best;
+}
+
+/* Look for idle connections every quarter of the timeout (at most 1 s) */
+static void idle_timer_arm(struct vcxl_control *c)
+{
+	int64_t ms = c->idle_ms / 4 < 1000 ? c->idle_ms / 4 : 1000;
+	struct itimerspec it = {0};
+
+	if (ms < 10)
+		ms = 10;
+	it.it_interval.tv_sec = it.it_value.tv_sec = ms / 1000;
+	it.it_interval.tv_nsec = it.it_value.tv_nsec = (ms % 1000) * 1000000L;
+	timerfd_settime(c->ifd, 0, &it, NULL);
+}
+
+/* Close the connections idle for the timeout. A connection whose lines wait
+ * (backlog) or that waits for a busy device is not idle. */
+static void idle_event(void *opaque, uint32_t ev)
+{
+	struct vcxl_control *c = opaque;
+	int64_t now = mono_ms();
+	uint64_t ticks;
+
+	if (read(c->ifd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		return;
+	for (unsigned i = 0; i < VCXL_CONTROL_CLIENTS; i++) {
+		struct ctl_client *k = c->clients[i];
+
+		if (!k || k->backlog || k->held || now - k->last_ms < c->idle_ms)
+			continue;
+		vcxl_log(VCXL_LOG_INFO, "control: a connection idle for %lld ms closed",
+			 (long long)(now - k->last_ms));
+		client_close(k);
+	}
+}
+
+void vcxl_control_set_idle_timeout(struct vcxl_control *c, int64_t ms)
+{
+	c->idle_ms = ms > 0 ? ms : VCXL_CONTROL_IDLE_MS;
+	idle_timer_arm(c);
+}
+
 static void listen_event(void *opaque, uint32_t ev)
 {
 	struct vcxl_control *c = opaque;
@@ -621,10 +772,15 @@ static void listen_event(void *opaque, uint32_t ev)
 	unsigned slot = 0;
 	struct ctl_client *k;
 
+	bool admin;
+
 	if (fd < 0)
 		return;
+	admin = ctl_peer_is_admin(fd);
 	while (slot < VCXL_CONTROL_CLIENTS && c->clients[slot])
 		slot++;
+	if (slot == VCXL_CONTROL_CLIENTS && admin)
+		slot = evict_for_admin(c);
 	k = slot < VCXL_CONTROL_CLIENTS ? calloc(1, sizeof(*k)) : NULL;
 	if (!k) {
 		vcxl_log(VCXL_LOG_WARN, "control: %u clients already, refusing one",
@@ -634,7 +790,9 @@ static void listen_event(void *opaque, uint32_t ev)
 	}
 	k->fd = fd;
 	k->c = c;
-	k->admin = ctl_peer_is_admin(fd);
+	k->admin = admin;
+	k->last_ms = mono_ms();
+	idle_timer_arm(c);
 	if (vcxl_loop_watch(c->loop, fd, EPOLLIN, client_event, k)) {
 		close(fd);
 		free(k);
@@ -652,6 +810,14 @@ static void timer_close(struct vcxl_control *c)
 {
 	vcxl_loop_unwatch(c->loop, c->tfd);
 	close(c->tfd);
+	if (c->kfd >= 0) {
+		vcxl_loop_unwatch(c->loop, c->kfd);
+		close(c->kfd);
+	}
+	if (c->ifd >= 0) {
+		vcxl_loop_unwatch(c->loop, c->ifd);
+		close(c->ifd);
+	}
 }
 
 int vcxl_control_create(struct vcxl_loop *l, const char *path, int mode, gid_t gid,
@@ -666,11 +832,23 @@ int vcxl_control_create(struct vcxl_loop *l, const char *path, int mode, gid_t g
 	c->describe = fn;
 	c->opaque = opaque;
 	c->start_ms = mono_ms();
+	c->idle_ms = VCXL_CONTROL_IDLE_MS;
 	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (c->tfd < 0 || vcxl_loop_watch(l, c->tfd, EPOLLIN, timer_event, c)) {
-		rc = c->tfd < 0 ? -errno : -ENOMEM;
+	c->kfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->ifd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->tfd < 0 || c->kfd < 0 || c->ifd < 0 ||
+	    vcxl_loop_watch(l, c->tfd, EPOLLIN, timer_event, c) ||
+	    vcxl_loop_watch(l, c->kfd, EPOLLIN, kick_event, c) ||
+	    vcxl_loop_watch(l, c->ifd, EPOLLIN, idle_event, c)) {
+		rc = c->tfd < 0 || c->kfd < 0 || c->ifd < 0 ? -errno : -ENOMEM;
 		if (c->tfd >= 0)
-			close(c->tfd);
+			timer_close(c);
+		else {
+			if (c->kfd >= 0)
+				close(c->kfd);
+			if (c->ifd >= 0)
+				close(c->ifd);
+		}
 		free(c);
 		return rc;
 	}

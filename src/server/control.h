@@ -9,8 +9,15 @@
 
 /* The longest request line; a longer one gets an error and is skipped. */
 #define VCXL_CONTROL_LINE_MAX 4096
-/* Control clients served at once; more wait in the listen backlog. */
+/* Control clients served at once; more wait in the listen backlog. When all
+ * are taken, an administrator's connection takes the longest-idle one's slot. */
 #define VCXL_CONTROL_CLIENTS 8
+/* One loop turn serves a control client's lines for at most this long (at
+ * least one line); the rest wait for the next turns. */
+#define VCXL_CONTROL_TURN_US 1000
+/* A control connection with nothing to say for this long is closed (the
+ * default of --control-idle-timeout, in seconds there). */
+#define VCXL_CONTROL_IDLE_MS 60000
 /* How often a request that waits for a busy device (read-memory during a
  * reset) looks again, in ms. */
 #define VCXL_CONTROL_RETRY_MS 5
@@ -43,6 +50,8 @@ int vcxl_control_create(struct vcxl_loop *l, const char *path, int mode, gid_t g
 /* Serve read-memory through fn (with the describe function's opaque); without
  * it the command is refused. */
 void vcxl_control_set_reader(struct vcxl_control *c, vcxl_control_read_fn fn);
+/* Close connections idle for ms (<= 0: VCXL_CONTROL_IDLE_MS). */
+void vcxl_control_set_idle_timeout(struct vcxl_control *c, int64_t ms);
 /* Close every control connection, remove the socket. */
 void vcxl_control_destroy(struct vcxl_control *c);
 /* One request (a JSON text) answered as one JSON object (caller puts it);

@@ -44,6 +44,7 @@
 /* the control socket's own permissions (control.c) */
 #define OPT_CONTROL_MODE  0x120
 #define OPT_CONTROL_GROUP 0x121
+#define OPT_CONTROL_IDLE  0x122
 /* per-client budgets (budget.c) */
 #define OPT_MAX_DMA_WINDOWS 0x130
 #define OPT_MAX_DMA_MAPPED  0x131
@@ -72,6 +73,7 @@ struct opts {
 	int control_mode;		       /* --control-mode (default VCXL_CONTROL_MODE) */
 	gid_t control_gid;		       /* --control-group, (gid_t)-1 = none */
 	struct vcxl_budget_req budget;	       /* --max-dma-*, --max-client-fds */
+	unsigned control_idle_s;	       /* --control-idle-timeout */
 };
 
 static void usage(FILE *f)
@@ -158,6 +160,9 @@ static void usage(FILE *f)
 		"                           uid only observes: query-status without any\n"
 		"                           tenant's pid/uid/counters; read-memory and\n"
 		"                           set-log-level stay the administrator's\n"
+		"      --control-idle-timeout SEC  close a control connection idle that long\n"
+		"                           (default 60); with all 8 slots taken, root's\n"
+		"                           connection takes the longest-idle one's\n"
 		"  -C, --config FILE        options from FILE, one per line without the dashes\n"
 		"                           (\"mem-size = 1G\"); the command line's win. A\n"
 		"                           key without its value or an unknown key: exit 2\n"
@@ -276,6 +281,7 @@ static int parse_args(int argc, char **argv, struct opts *o, struct argsrc *src)
 	    {"max-dma-mapped", required_argument, NULL, OPT_MAX_DMA_MAPPED},
 	    {"max-dma-pinned", required_argument, NULL, OPT_MAX_DMA_PINNED},
 	    {"max-client-fds", required_argument, NULL, OPT_MAX_CLIENT_FDS},
+	    {"control-idle-timeout", required_argument, NULL, OPT_CONTROL_IDLE},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -343,6 +349,11 @@ static int parse_args(int argc, char **argv, struct opts *o, struct argsrc *src)
 			if (parse_mode(optarg, &o->control_mode))
 				return die_opt("--control-mode", optarg,
 					       "need an octal mode, e.g. 0600");
+			break;
+		case OPT_CONTROL_IDLE:
+			if (parse_uint(optarg, 1, 86400, &o->control_idle_s))
+				return die_opt("--control-idle-timeout", optarg,
+					       "need 1..86400 seconds");
 			break;
 		case OPT_CONTROL_GROUP:
 			if (parse_group(optarg, &o->control_gid))
@@ -946,7 +957,8 @@ int main(int argc, char **argv)
 			 .socket_mode = -1,
 			 .socket_gid = (gid_t)-1,
 			 .control_mode = VCXL_CONTROL_MODE,
-			 .control_gid = (gid_t)-1};
+			 .control_gid = (gid_t)-1,
+			 .control_idle_s = VCXL_CONTROL_IDLE_MS / 1000};
 	struct served *devs;
 	struct vcxl_loop *loop = NULL;
 	struct vcxl_conn_cfg conn_cfg;
@@ -1011,6 +1023,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		vcxl_control_set_reader(ctl, read_device_memory);
+		vcxl_control_set_idle_timeout(ctl, (int64_t)o.control_idle_s * 1000);
 	}
 	for (; made < o.devices; made++) {
 		struct served *s = &devs[made];

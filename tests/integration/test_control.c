@@ -361,6 +361,210 @@ static void test_attached(struct harness *h, const char *ctl)
 	vcxl_client_close(c);
 }
 
+/* Device 1's REGION_READ round trips for duration_ms: the worst in ms, -1 if
+ * a read failed (as test_server's neighbour tests measure) */
+static double neighbour_worst_ms(struct vcxl_client *b, int duration_ms)
+{
+	double worst = 0;
+	struct timespec s, t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	for (;;) {
+		uint32_t v = 0;
+		double ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (vcxl_client_read32(b, 7, 0, &v) || v != 0x0d948086)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms =
+		    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		if (ms > worst)
+			worst = ms;
+		if ((t1.tv_sec - s.tv_sec) * 1000 + (t1.tv_nsec - s.tv_nsec) / 1000000 >=
+		    duration_ms)
+			return worst;
+	}
+}
+
+/* The flood: 151 query-status lines per 4 KiB write, as fast as the server
+ * takes them; a second process reads every reply (so the flood is never
+ * dropped for not reading). Returns both pids. */
+static void flood_start(const char *ctl, pid_t pids[2])
+{
+	static const char req[] = "{\"execute\":\"query-status\"}\n";
+	static char buf[4096];
+	size_t n = 0;
+	int fd = ctl_connect(ctl);
+
+	while (n + sizeof(req) - 1 <= sizeof(buf) && n / (sizeof(req) - 1) < 151) {
+		memcpy(buf + n, req, sizeof(req) - 1);
+		n += sizeof(req) - 1;
+	}
+	pids[0] = pids[1] = -1;
+	if (fd < 0)
+		return;
+	pids[0] = fork();
+	if (pids[0] == 0) {
+		for (;;)
+			if (send(fd, buf, n, MSG_NOSIGNAL) < 0)
+				_exit(0);
+	}
+	pids[1] = fork();
+	if (pids[1] == 0) {
+		static char sink[1 << 16];
+
+		while (recv(fd, sink, sizeof(sink), 0) > 0)
+			;
+		_exit(0);
+	}
+	close(fd);
+}
+
+static void flood_stop(pid_t pids[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+}
+
+/* issue 21, item 5: a control client's flood of query-status (64 devices)
+ * does not hold a neighbour device's round trip (before: 720-980 ms, every
+ * line of a read answered at once) */
+static void test_flood(const char *bin)
+{
+	const char *args[] = {"--devices", "64", NULL};
+	struct harness h = {0};
+	struct vcxl_client *b = NULL;
+	char ctl[200], s1[160];
+	pid_t pids[2];
+	double w0, w;
+
+	if (!ok(h_start(&h, bin, 0, args) == 0, "server with 64 devices")) {
+		h_dump_log(&h);
+		return h_cleanup(&h);
+	}
+	snprintf(ctl, sizeof(ctl), "%s.ctl", h.sock);
+	h_dev_sock(&h, 1, s1, sizeof(s1));
+	is(vcxl_client_connect(s1, &b), 0, "a client on device 1");
+	w0 = b ? neighbour_worst_ms(b, 300) : -1;
+	flood_start(ctl, pids);
+	ok(pids[0] > 0 && pids[1] > 0, "a control client floods query-status, 151 lines a write");
+	h_sleep_ms(100);
+	w = b ? neighbour_worst_ms(b, 1500) : -1;
+	flood_stop(pids);
+	ok(w >= 0 && w < 500,
+	   "device 1 served during the control flood: worst %.1f ms (%.1f ms before it)", w, w0);
+	vcxl_client_close(b);
+	is(h_stop(&h), 0, "server exits cleanly");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+}
+
+/* A reply line on fd within ms: true (the connection is served) */
+static bool answers(int fd, int ms)
+{
+	static const char req[] = "{\"execute\":\"query-log-level\"}\n";
+	char buf[512];
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	size_t got = 0;
+
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != sizeof(req) - 1)
+		return false;
+	/* one whole line (the reply and its newline may come in two sends) */
+	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
+		ssize_t n;
+
+		if (poll(&p, 1, ms) != 1 ||
+		    (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	return strstr(buf, "\"return\"") != NULL;
+}
+
+/* The peer closed fd within ms (whatever it said first is read) */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[512];
+
+	while (poll(&p, 1, ms) == 1) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0)
+			return true;
+		if (n < 0 && errno != EAGAIN)
+			return false;
+	}
+	return false;
+}
+
+/* issue 21, item 5: eight idle control connections do not lock the
+ * administrator out, and idle ones are closed after --control-idle-timeout */
+static void test_idle(const char *bin)
+{
+	struct harness h = {0};
+	int fds[VCXL_CONTROL_CLIENTS], fd, n = 0;
+	char ctl[200];
+
+	if (!ok(h_start(&h, bin, -1, NULL) == 0, "server (idle timeout 60 s by default)")) {
+		h_dump_log(&h);
+		return h_cleanup(&h);
+	}
+	snprintf(ctl, sizeof(ctl), "%s.ctl", h.sock);
+	for (int i = 0; i < VCXL_CONTROL_CLIENTS; i++) {
+		fds[i] = ctl_connect(ctl);
+		if (fds[i] >= 0 && answers(fds[i], 5000))
+			n++;
+	}
+	is(n, VCXL_CONTROL_CLIENTS, "%d control connections, served once, then idle",
+	   VCXL_CONTROL_CLIENTS);
+	fd = ctl_connect(ctl);
+	ok(fd >= 0 && answers(fd, 5000), "a 9th (the administrator's) is served at once");
+	ok(closed_within(fds[0], 2000), "the longest-idle one gave its slot up");
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < VCXL_CONTROL_CLIENTS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	is(h_stop(&h), 0, "server exits cleanly");
+	h_cleanup(&h);
+
+	const char *args[] = {"--control-idle-timeout", "1", NULL};
+	if (!ok(h_start(&h, bin, -1, args) == 0, "server with --control-idle-timeout 1")) {
+		h_dump_log(&h);
+		return h_cleanup(&h);
+	}
+	snprintf(ctl, sizeof(ctl), "%s.ctl", h.sock);
+	fd = ctl_connect(ctl);
+	int busy = ctl_connect(ctl);
+	bool kept = busy >= 0;
+	int t = 0;
+	for (; t < 6 && kept; t++) {
+		h_sleep_ms(250);
+		kept = answers(busy, 2000);
+	}
+	ok(kept, "a connection that keeps asking is kept past the timeout (%d of 6)", t);
+	if (!kept)
+		diag("closed: %d", closed_within(busy, 100));
+	ok(fd >= 0 && closed_within(fd, 5000), "an idle one is closed after about 1 s");
+	ok(h_log_count(&h, "control: a connection idle for") >= 1, "and the log says so");
+	if (fd >= 0)
+		close(fd);
+	if (busy >= 0)
+		close(busy);
+	is(h_stop(&h), 0, "server exits cleanly");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
@@ -412,5 +616,7 @@ int main(int argc, char **argv)
 		unlink(file);
 		rmdir(dir);
 	}
+	test_idle(bin);
+	test_flood(bin);
 	return done();
 }
