@@ -39,6 +39,24 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((form
 /* Every rejected client message is logged at warn with this prefix. */
 #define VCXL_PROTO_ERR_PREFIX "protocol error: "
 
+/* Client-triggered log lines, rate-limited per source (a connection, a
+ * listener): at most VCXL_LOG_RATE_BURST lines per VCXL_LOG_RATE_WINDOW_MS,
+ * then nothing until the next window, whose first line is preceded by one
+ * "WHO: N client-triggered messages suppressed". Zero-initialised. */
+#define VCXL_LOG_RATE_BURST	50
+#define VCXL_LOG_RATE_WINDOW_MS 1000
+struct vcxl_ratelimit {
+	int64_t window_ms; /* start of the current window */
+	unsigned lines;	   /* printed in it */
+	unsigned long suppressed;
+};
+/* The decision at now_ms: true if a line may be printed; *report is the
+ * count suppressed before it to report first (0: none). */
+bool vcxl_ratelimit_allow(struct vcxl_ratelimit *rl, int64_t now_ms, unsigned long *report);
+/* vcxl_log through rl (lines the level filters out are not counted) */
+void vcxl_log_limited(struct vcxl_ratelimit *rl, const char *who, enum vcxl_log_level lvl,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* ---------------------------------------------------------------------- */
 /* Readiness (systemd's sd_notify protocol, without libsystemd)            */
 /* ---------------------------------------------------------------------- */

@@ -66,6 +66,7 @@ struct irq_index {
 };
 
 struct vcxl_conn {
+	struct vcxl_ratelimit log_rl; /* its client-triggered warnings (proto_err) */
 	struct vcxl_conn_cfg cfg;
 	const struct vcxl_dev_ops *ops;
 	void *dev;
@@ -142,9 +143,11 @@ static inline const char *conn_name(const struct vcxl_conn *c)
 	return c->cfg.name ? c->cfg.name : "dev";
 }
 
+/* A rejected client message: a warning, rate-limited per connection */
 #define proto_err(c, m, fmt, ...)                                                                  \
-	vcxl_log(VCXL_LOG_WARN, "%s: " VCXL_PROTO_ERR_PREFIX "%s id %u: " fmt, conn_name(c),       \
-		 vfio_user_command_name((m)->hdr.command), (m)->hdr.msg_id, ##__VA_ARGS__)
+	vcxl_log_limited(&(c)->log_rl, conn_name(c), VCXL_LOG_WARN,                                \
+			 "%s: " VCXL_PROTO_ERR_PREFIX "%s id %u: " fmt, conn_name(c),              \
+			 vfio_user_command_name((m)->hdr.command), (m)->hdr.msg_id, ##__VA_ARGS__)
 
 static inline int64_t now_ms(void)
 {

@@ -60,6 +60,44 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...)
 		log_names[lvl], line);
 }
 
+bool vcxl_ratelimit_allow(struct vcxl_ratelimit *rl, int64_t now_ms, unsigned long *report)
+{
+	*report = 0;
+	if (!rl->window_ms || now_ms - rl->window_ms >= VCXL_LOG_RATE_WINDOW_MS) {
+		*report = rl->suppressed;
+		rl->window_ms = now_ms ? now_ms : 1;
+		rl->lines = 0;
+		rl->suppressed = 0;
+	}
+	if (rl->lines >= VCXL_LOG_RATE_BURST) {
+		rl->suppressed++;
+		return false;
+	}
+	rl->lines++;
+	return true;
+}
+
+void vcxl_log_limited(struct vcxl_ratelimit *rl, const char *who, enum vcxl_log_level lvl,
+		      const char *fmt, ...)
+{
+	char line[1024];
+	struct timespec ts;
+	unsigned long report;
+	va_list ap;
+
+	if (lvl > log_level)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (!vcxl_ratelimit_allow(rl, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, &report))
+		return;
+	if (report)
+		vcxl_log(lvl, "%s: %lu client-triggered messages suppressed", who, report);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	vcxl_log(lvl, "%s", line);
+}
+
 int vcxl_parse_size(const char *s, uint64_t *out)
 {
 	unsigned shift = 0;
