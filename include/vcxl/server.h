@@ -195,8 +195,9 @@ void vcxl_dma_set_budget(struct vcxl_dma_table *t, uint64_t max_mapped, unsigned
 /* Add [iova, iova+size) backed by fd at offset (fd -1: no fd). The table
  * takes ownership of fd on success AND on failure. -EINVAL (size 0,
  * alignment, overflow, flags), -EEXIST (overlap), -ENOSPC (count), -EDQUOT
- * (mapped bytes over budget), -EMFILE (window fds over budget), or the mmap
- * errno. */
+ * (mapped bytes over budget), -EMFILE (window fds over budget), -ENODEV (the
+ * fd is not shared memory or device-DAX: a copy from it could block), or
+ * the mmap errno. */
 int vcxl_dma_add(struct vcxl_dma_table *t, uint64_t iova, uint64_t size, uint32_t flags, int fd,
 		 uint64_t offset);
 /* Remove the mapping that matches exactly: 0 or -ENOENT. */

@@ -4,6 +4,9 @@
  * by IOVA and non-overlapping, each mmapped from its fd when it has one.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,12 +119,39 @@ int vcxl_dma_copy(void *dst, const void *src, size_t len)
 	return vcxl_sigbus_guarded(dma_copy_fn, &c);
 }
 
-/* A regular file or memfd must cover the whole window, or the mapping
- * would fault at once; other fds (devices) are trusted to their mmap. */
-static int dma_fd_covers(int fd, uint64_t offset, uint64_t size)
+/* Memory the loop may touch without waiting on anybody: shared memory
+ * (memfd, tmpfs, hugetlbfs: the kernel's own pages; they alone answer
+ * F_GET_SEALS) or device-DAX (a device's memory). A file on any other
+ * filesystem may be served by the client itself (FUSE, NFS): a copy from it,
+ * and even its fstat/fstatfs, would hold the loop until the client answers
+ * (docs/security.md). Nothing here asks the file's filesystem before it is
+ * known to be one of these. */
+static bool dma_fd_never_blocks(int fd)
+{
+	char path[64], link[32];
+	struct stat st;
+	ssize_t n;
+
+	if (fcntl(fd, F_GET_SEALS) >= 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strncmp(link, "/dev/dax", 8) && !fstat(fd, &st) && S_ISCHR(st.st_mode);
+}
+
+/* The window's fd must be memory that never blocks, and a file must cover
+ * the whole window, or the mapping would fault at once. */
+static int dma_fd_check(int fd, uint64_t offset, uint64_t size)
 {
 	struct stat st;
 
+	if (fcntl(fd, F_GETFD) < 0)
+		return -errno; /* not an fd at all */
+	if (!dma_fd_never_blocks(fd))
+		return -ENODEV; /* as mmap(2) says of a file it cannot map */
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -159,7 +189,7 @@ static int dma_mmap(struct vcxl_dma_budget *b, struct vcxl_dma_map *m)
 		return -EINVAL;
 	int rc = dma_budget_check(b, m->size + skew);
 	if (!rc)
-		rc = dma_fd_covers(m->fd, m->offset, m->size);
+		rc = dma_fd_check(m->fd, m->offset, m->size);
 	if (rc)
 		return rc;
 	p = mmap(NULL, m->size + skew, prot, MAP_SHARED, m->fd, (off_t)aligned);

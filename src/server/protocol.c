@@ -226,6 +226,9 @@ static const char *dma_map_why(int rc)
 		return "over the client's budget of mapped bytes (--max-dma-mapped)";
 	case -EMFILE:
 		return "over the client's budget of fds (--max-client-fds)";
+	case -ENODEV:
+		return "its fd is neither shared memory (memfd, tmpfs, hugetlbfs) nor device-DAX: "
+		       "a copy from it could block the server";
 	}
 	return strerror(-rc);
 }

@@ -11,8 +11,18 @@
  *     loop spun on EMFILE, 0.9 s of CPU per second).
  * Also: the mapped bytes are given back on DMA_UNMAP, and the fd budget
  * counts eventfds.
+ *
+ * And what a window may be: memory a copy never waits on. A file on disk
+ * is refused (ENODEV), /dev/shm is taken; a file on a FUSE mount whose
+ * daemon (here: the test's own, as a hostile client's would be) never
+ * answers a READ is refused without the server asking the daemon anything
+ * (before: the job engine's COPY from it froze every device, and SIGTERM
+ * waited for the daemon).
  */
+#include <linux/fuse.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -20,6 +30,7 @@
 
 #include "tap.h"
 #include "integration/harness.h"
+#include "vcxl/model.h"
 
 static const uint32_t RW = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
 static const char *const caps_many_maps =
@@ -333,6 +344,323 @@ out:
 		close(efd);
 }
 
+/* A window on a plain file (ext4 or whatever the test's directory is on) is
+ * refused; one on /dev/shm (tmpfs) is taken. */
+static void test_window_files(const char *bin)
+{
+	struct harness h = {0};
+	struct vcxl_client *a = NULL;
+	char s0[160], disk[200], shm[96];
+	int dfd = -1, sfd = -1;
+
+	if (!ok(start_two(&h, bin, NULL, NULL) == 0, "window files: server started")) {
+		h_cleanup(&h);
+		return;
+	}
+	h_dev_sock(&h, 0, s0, sizeof(s0));
+	snprintf(disk, sizeof(disk), "%s/guest-ram", h.dir);
+	snprintf(shm, sizeof(shm), "/dev/shm/vcxl-budgets-%d", (int)getpid());
+	dfd = open(disk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	sfd = open(shm, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (!ok(dfd >= 0 && sfd >= 0 && !ftruncate(dfd, 1 << 20) && !ftruncate(sfd, 1 << 20) &&
+		    vcxl_client_connect(s0, &a) == 0,
+		"window files: a 1 MiB file in %s and in /dev/shm, device 0 connected", h.dir))
+		goto out;
+	is(vcxl_client_dma_map(a, 0x100000, 1 << 20, RW, dfd, 0, NULL), -ENODEV,
+	   "a window on a file on disk: ENODEV");
+	ok(h_log_count(&h, "neither shared memory") == 1, "one log line says why");
+	is(vcxl_client_dma_map(a, 0x200000, 1 << 20, RW, sfd, 0, NULL), 0,
+	   "a window on a file in /dev/shm (tmpfs): mapped");
+	vcxl_client_close(a);
+out:
+	is(h_stop(&h), 0, "window files: SIGTERM, exit 0");
+	if (dfd >= 0)
+		close(dfd);
+	if (sfd >= 0)
+		close(sfd);
+	unlink(shm);
+	if (tap_failed)
+		h_dump_log(&h);
+	unlink(disk);
+	h_cleanup(&h);
+}
+
+#define FUSE_FILE_SIZE (1u << 20)
+
+static void fuse_reply(int fd, uint64_t unique, int err, const void *body, size_t len)
+{
+	struct fuse_out_header oh = {
+	    .len = (uint32_t)(sizeof(oh) + len), .error = -err, .unique = unique};
+	struct iovec iov[2] = {{&oh, sizeof(oh)}, {(void *)body, len}};
+
+	if (writev(fd, iov, len ? 2 : 1) < 0)
+		_exit(0); /* unmounted */
+}
+
+static void fuse_attr_of(uint64_t node, struct fuse_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = node;
+	a->nlink = 1;
+	a->blksize = 4096;
+	if (node == FUSE_ROOT_ID) {
+		a->mode = S_IFDIR | 0755;
+	} else {
+		a->mode = S_IFREG | 0600;
+		a->size = FUSE_FILE_SIZE;
+		a->blocks = FUSE_FILE_SIZE / 512;
+	}
+}
+
+/* The hostile daemon: it answers what opening its one file "f" takes
+ * (INIT, LOOKUP, GETATTR, OPEN, FLUSH, RELEASE) and never anything else: a
+ * READ, a STATFS wait for ever. Each READ is reported on note. */
+static void fuse_daemon(int fd, int note)
+{
+	static uint8_t buf[FUSE_MIN_READ_BUFFER + (1 << 20)];
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		struct fuse_in_header *ih = (struct fuse_in_header *)buf;
+		const void *arg = buf + sizeof(*ih);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < (ssize_t)sizeof(*ih))
+			_exit(0);
+		switch (ih->opcode) {
+		case FUSE_INIT: {
+			const struct fuse_init_in *in = arg;
+			struct fuse_init_out out = {.major = FUSE_KERNEL_VERSION,
+						    .minor = FUSE_KERNEL_MINOR_VERSION,
+						    .max_readahead = in->max_readahead,
+						    .max_write = 4096};
+			fuse_reply(fd, ih->unique, 0, &out, sizeof(out));
+			break;
+		}
+		case FUSE_LOOKUP: {
+			struct fuse_entry_out out = {
+			    .nodeid = 2, .entry_valid = 3600, .attr_valid = 3600};
+
+			if (strcmp(arg, "f")) {
+				fuse_reply(fd, ih->unique, -ENOENT, NULL, 0);
+				break;
+			}
+			fuse_attr_of(2, &out.attr);
+			fuse_reply(fd, ih->unique, 0, &out, sizeof(out));
+			break;
+		}
+		case FUSE_GETATTR: {
+			struct fuse_attr_out out = {.attr_valid = 3600};
+
+			fuse_attr_of(ih->nodeid, &out.attr);
+			fuse_reply(fd, ih->unique, 0, &out, sizeof(out));
+			break;
+		}
+		case FUSE_OPEN: {
+			struct fuse_open_out out = {.fh = 1};
+
+			fuse_reply(fd, ih->unique, 0, &out, sizeof(out));
+			break;
+		}
+		case FUSE_FLUSH:
+		case FUSE_RELEASE:
+			fuse_reply(fd, ih->unique, 0, NULL, 0);
+			break;
+		case FUSE_READ:
+			if (write(note, "R", 1) < 0)
+				_exit(0);
+			break; /* never answered */
+		case FUSE_STATFS:
+		case FUSE_INTERRUPT:
+		case FUSE_FORGET:
+		case FUSE_BATCH_FORGET:
+			break; /* never answered (FORGET takes none) */
+		default:
+			fuse_reply(fd, ih->unique, -ENOSYS, NULL, 0);
+			break;
+		}
+	}
+}
+
+struct fuse_mnt {
+	char dir[64];
+	pid_t pid;
+	int note; /* the daemon writes "R" per READ */
+};
+
+/* Mount the hostile FUSE file system (root and /dev/fuse needed): 0, or
+ * -errno to skip. */
+static int fuse_start(struct fuse_mnt *f)
+{
+	char opts[128];
+	int p[2], fd;
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/vcxl-fuse-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -errno;
+	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK)) {
+		int e = -errno;
+
+		rmdir(f->dir);
+		return e;
+	}
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+	if (mount("vcxl-hostile", f->dir, "fuse", MS_NOSUID | MS_NODEV, opts)) {
+		int e = -errno;
+
+		close(fd);
+		close(p[0]);
+		close(p[1]);
+		rmdir(f->dir);
+		return e;
+	}
+	f->pid = fork();
+	if (f->pid == 0) {
+		close(p[0]);
+		fuse_daemon(fd, p[1]);
+		_exit(0);
+	}
+	close(fd);
+	close(p[1]);
+	f->note = p[0];
+	return f->pid < 0 ? -errno : 0;
+}
+
+/* Pending READs fail (the connection is aborted), the mount goes. */
+static void fuse_stop(struct fuse_mnt *f)
+{
+	if (f->pid > 0) {
+		kill(f->pid, SIGKILL);
+		waitpid(f->pid, NULL, 0);
+	}
+	f->pid = -1;
+	umount2(f->dir, MNT_DETACH);
+	rmdir(f->dir);
+	if (f->note >= 0)
+		close(f->note);
+	f->note = -1;
+}
+
+/* SIGTERM and up to ms for the exit: its status, or -1 (still running; a
+ * server held by a FUSE daemon would not even die of SIGKILL before it
+ * answers). */
+static int term_wait(struct harness *h, int ms)
+{
+	int st = 0;
+
+	if (h->pid <= 0)
+		return -1;
+	kill(h->pid, SIGTERM);
+	for (int t = 0; t < ms; t += 10) {
+		if (waitpid(h->pid, &st, WNOHANG) == h->pid) {
+			h->pid = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
+		h_sleep_ms(10);
+	}
+	return -1;
+}
+
+/* The engine's COPY of 64 KiB from guest RAM at src into device memory; the
+ * doorbell goes out without waiting for its reply. */
+static int start_copy_from(struct vcxl_client *a, uint64_t src)
+{
+	uint8_t msg[sizeof(struct vfio_user_hdr) + sizeof(struct vfio_user_region_access) + 4];
+	struct vfio_user_hdr hh = {
+	    .msg_id = 0x7b, .command = VFIO_USER_REGION_WRITE, .msg_size = sizeof(msg)};
+	struct vfio_user_region_access ra = {.offset = ACCEL_REG_DOORBELL, .region = 2, .count = 4};
+	uint32_t go = ACCEL_DOORBELL_GO;
+
+	if (vcxl_client_write32(a, 2, ACCEL_REG_JOB_OP, ACCEL_OP_COPY) ||
+	    vcxl_client_write32(a, 2, ACCEL_REG_JOB_FLAGS, ACCEL_JOBF_SRC_HOST) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_SRC, src) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_DST, 0) ||
+	    vcxl_client_write64(a, 2, ACCEL_REG_JOB_LEN, 65536))
+		return -EIO;
+	memcpy(msg, &hh, sizeof(hh));
+	memcpy(msg + sizeof(hh), &ra, sizeof(ra));
+	memcpy(msg + sizeof(hh) + sizeof(ra), &go, 4);
+	return vcxl_client_send_bytes(a, msg, sizeof(msg), NULL, 0);
+}
+
+/* Device 1's REGION_READ round trips for ms: the worst in ms, -1 if one failed. */
+static double neighbour_worst_ms(struct vcxl_client *b, int ms)
+{
+	struct timespec s, t0, t1;
+	double worst = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	for (;;) {
+		uint32_t v = 0;
+		double d;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (vcxl_client_read32(b, 7, 0, &v) || v != 0x0d948086)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		d = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		if (d > worst)
+			worst = d;
+		if ((t1.tv_sec - s.tv_sec) * 1000 + (t1.tv_nsec - s.tv_nsec) / 1000000 >= ms)
+			return worst;
+	}
+}
+
+/* The issue's attack: device 0's client maps a window on a file its own
+ * FUSE daemon serves and starts a COPY from it; the daemon never answers. */
+static void test_window_fuse(const char *bin)
+{
+	struct harness h = {0};
+	struct fuse_mnt f = {.pid = -1, .note = -1};
+	struct vcxl_client *a = NULL, *b = NULL;
+	char s0[160], s1[160], path[96], r;
+	int fd = -1, rc = geteuid() ? -EPERM : fuse_start(&f);
+	double w;
+
+	if (rc) {
+		ok(1, "# SKIP a FUSE mount: %s", strerror(-rc));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/f", f.dir);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (!ok(fd >= 0, "the hostile FUSE daemon serves %s", path) ||
+	    !ok(start_two(&h, bin, NULL, NULL) == 0, "fuse: server started")) {
+		h_cleanup(&h);
+		goto out;
+	}
+	h_dev_sock(&h, 0, s0, sizeof(s0));
+	h_dev_sock(&h, 1, s1, sizeof(s1));
+	if (vcxl_client_connect(s0, &a) || vcxl_client_connect(s1, &b)) {
+		ok(0, "fuse: both devices' clients connected");
+		goto stop;
+	}
+	is(vcxl_client_dma_map(a, 0x100000, FUSE_FILE_SIZE, RW, fd, 0, NULL), -ENODEV,
+	   "a window on the FUSE file: ENODEV");
+	is(start_copy_from(a, 0x100000), 0, "device 0: a COPY from it started anyway");
+	w = neighbour_worst_ms(b, 300);
+	ok(w >= 0 && w < 200, "device 1 served meanwhile: worst %.1f ms", w);
+	ok(read(f.note, &r, 1) != 1, "the server never read the FUSE file");
+stop:
+	is(term_wait(&h, 3000), 0,
+	   "fuse: SIGTERM obeyed within 3 s, exit 0, the daemon still silent");
+	fuse_stop(&f); /* a server held by the daemon is let go: h_cleanup can end it */
+	if (a)
+		vcxl_client_close(a);
+	if (b)
+		vcxl_client_close(b);
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (f.pid > 0)
+		fuse_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
@@ -340,5 +668,7 @@ int main(int argc, char **argv)
 	test_address_space(bin);
 	test_mapped_accounting(bin);
 	test_fds(bin);
+	test_window_files(bin);
+	test_window_fuse(bin);
 	return tap_done();
 }
