@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-e2e-migrate-block.sh BUILDDIR - a VM with a vcxl device refuses live migration (TAP).
+#
+# Until the device state migrates (vfio-user migration v2, a later issue), vmm/qemu's
+# series registers a migration blocker for every vfio-user-pci device; without it a
+# migration "completes" and the destination's device is reset against a fresh server, the
+# guest's decoders and CXL memory lost. tests/e2e/migrate-block.py starts two vcxl-servers
+# and two CXL-aware QEMUs (TCG, no guest kernel), the second with -incoming, and checks that
+# QMP migrate is refused with an error naming vcxl0, that nothing migrates, that the source
+# runs on with its device answering, and that -only-migratable refuses the device.
+# Seconds, not minutes: no guest boots. Skips visibly (TAP "1..0 # SKIP") when the
+# CXL-aware QEMU cannot be had (cxlmem-lib.sh: VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU).
+# Logs: BUILDDIR/e2e-migrate-block/.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
+CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-migrate-block"
+mkdir -p "$CXLMEM_LOGDIR"
+# shellcheck source=tests/e2e/cxlmem-lib.sh
+. "$HERE/cxlmem-lib.sh"
+
+skip_all() {
+	echo "SKIP e2e-migrate-block: $1" >&2
+	echo "# SKIP e2e-migrate-block: $1"
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+[ -x "$CXLMEM_BUILD/src/tools/vcxl-server" ] || { echo "Bail out! vcxl-server is not built"; exit 1; }
+command -v python3 > /dev/null || skip_all "python3 not found (the QMP client)"
+t0=$(date +%s)
+cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
+echo "# CXL-aware QEMU: $CXLMEM_QEMU ($(($(date +%s) - t0)) s to find or build)"
+exec python3 "$HERE/migrate-block.py" "$CXLMEM_QEMU" "$CXLMEM_BUILD/src/tools/vcxl-server" \
+	"$CXLMEM_LOGDIR"
