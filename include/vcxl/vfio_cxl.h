@@ -162,8 +162,15 @@ struct vcxl_dev_ops {
 	int (*reset)(void *dev);
 	/* The client went away (after it negotiated): its vectors disarmed, then
 	 * the device's --on-disconnect policy applied. 0 or -errno (the device
-	 * logs it; the next client is served anyway). */
+	 * logs it; what it could not do, prepare owes). */
 	int (*client_gone)(void *dev);
+	/* Make the device ready for a new client, one bounded step per call:
+	 * what a hand-over still owes (fresh memory objects that could not be
+	 * made when the last client left, a scrub of memory an earlier run of
+	 * the server left). 0 ready; -EINPROGRESS: more steps (call again next
+	 * turn); another -errno: not servable now (the server serves no client
+	 * and tries again later). Optional (NULL: always ready). */
+	int (*prepare)(void *dev);
 	/* Run device timers and one bounded step of background work (a model
 	 * job); ms to the next deadline, 0 while work is left, -1 for none.
 	 * Optional. */

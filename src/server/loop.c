@@ -21,6 +21,11 @@
 /* A listener whose accept failed for want of fds or memory rests this long:
  * level-triggered, it would wake the loop again at once (a spin). */
 #define LOOP_ACCEPT_BACKOFF_MS 100
+/* A device that cannot be readied for a client (ops->prepare) is tried again
+ * this often; meanwhile its clients are refused. */
+#define LOOP_PREPARE_RETRY_MS 200
+/* Clients refused (accepted and closed) per device per retry */
+#define LOOP_REFUSE_MAX 16
 
 enum tag_kind {
 	TAG_SIGNAL,
@@ -54,6 +59,9 @@ struct loop_dev {
 	struct vcxl_conn_cfg cfg;
 	struct vcxl_conn *conn;
 	struct vcxl_conn *closing; /* its client gone, the device being readied */
+	bool unready;		   /* ops->prepare has not said ready yet */
+	bool refusing;		   /* ... and failed: clients are refused (logged once) */
+	int64_t retry_ms;	   /* when refusing: the next ops->prepare */
 	struct loop_tag ltag, ctag;
 	unsigned clients;
 	int pid, uid, gid; /* the client's SO_PEERCRED */
@@ -119,6 +127,16 @@ static int loop_ctl(struct vcxl_loop *l, int op, int fd, uint32_t events, struct
 	return epoll_ctl(l->epfd, op, fd, &ev) < 0 ? -errno : 0;
 }
 
+/* One client per device socket: while it is connected the listener is not
+ * polled, so a further client waits in the listen backlog until it leaves. */
+static void loop_listen_pause(struct vcxl_loop *l, struct loop_dev *d, bool pause)
+{
+	if (pause)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, d->lfd, NULL);
+	else if (!d->accept_resume_ms) /* a backoff ends in loop_accept_resume */
+		loop_ctl(l, EPOLL_CTL_ADD, d->lfd, EPOLLIN, &d->ltag);
+}
+
 int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcxl_dev_ops *ops,
 			 void *dev, const struct vcxl_conn_cfg *cfg)
 {
@@ -163,17 +181,21 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
 	}
 	l->devs[l->n++] = d;
 	vcxl_log(VCXL_LOG_INFO, "%s: listening on %s", d->name, path);
+	if (ops->prepare) { /* the first client waits for it (loop_prepare) */
+		d->unready = true;
+		loop_listen_pause(l, d, true);
+	}
 	return 0;
 }
 
-/* One client per device socket: while it is connected the listener is not
- * polled, so a further client waits in the listen backlog until it leaves. */
-static void loop_listen_pause(struct vcxl_loop *l, struct loop_dev *d, bool pause)
+/* The device is free again: the listener resumes once the device says it is
+ * ready (loop_prepare), at once without ops->prepare. */
+static void loop_readied(struct vcxl_loop *l, struct loop_dev *d)
 {
-	if (pause)
-		epoll_ctl(l->epfd, EPOLL_CTL_DEL, d->lfd, NULL);
-	else if (!d->accept_resume_ms) /* a backoff ends in loop_accept_resume */
-		loop_ctl(l, EPOLL_CTL_ADD, d->lfd, EPOLLIN, &d->ltag);
+	if (d->ops->prepare)
+		d->unready = true;
+	else if (!l->stop)
+		loop_listen_pause(l, d, false);
 }
 
 /* The client's socket closes at once; the device's reset for the next
@@ -191,8 +213,8 @@ static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
 	d->conn = NULL;
 	close(d->cfd);
 	d->cfd = -1;
-	if (!l->stop && !d->closing)
-		loop_listen_pause(l, d, false);
+	if (!d->closing)
+		loop_readied(l, d);
 	if (why == -ECONNRESET)
 		vcxl_log(VCXL_LOG_INFO, "%s: client disconnected", d->name);
 	else
@@ -206,9 +228,66 @@ static int loop_closing(struct vcxl_loop *l, struct loop_dev *d)
 		return vcxl_conn_timeout(d->closing);
 	vcxl_conn_destroy(d->closing);
 	d->closing = NULL;
+	loop_readied(l, d);
+	vcxl_log(VCXL_LOG_DEBUG, "%s: ready for the next client", d->name);
+	return -1;
+}
+
+static int64_t loop_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Clients that came while the device cannot be readied: accepted and closed
+ * (they see the connection end at once), as many as fds allow. */
+static void loop_refuse_waiting(struct loop_dev *d)
+{
+	for (int i = 0; i < LOOP_REFUSE_MAX; i++) {
+		int fd = vcxl_sock_accept(d->lfd);
+
+		if (fd < 0)
+			return;
+		close(fd);
+	}
+}
+
+/*
+ * The device's own readiness for a new client (ops->prepare: what the last
+ * hand-over still owes, a scrub at start), a step per turn, the listener
+ * paused meanwhile. A device that cannot be readied (no fd for a fresh
+ * memory object) is never given to a client with the old state: clients are
+ * refused, one log line says so, and it is tried again every
+ * LOOP_PREPARE_RETRY_MS. The next timeout, -1 once ready.
+ */
+static int loop_prepare(struct vcxl_loop *l, struct loop_dev *d)
+{
+	int64_t now = loop_now_ms();
+	int rc;
+
+	if (d->refusing && now < d->retry_ms)
+		return (int)(d->retry_ms - now);
+	rc = d->ops->prepare(d->dev);
+	if (rc == -EINPROGRESS)
+		return 0;
+	if (rc) {
+		if (!d->refusing)
+			vcxl_log(VCXL_LOG_ERROR,
+				 "%s: refusing clients: the device cannot be readied for the next "
+				 "one (%s); trying again every %d ms",
+				 d->name, strerror(-rc), LOOP_PREPARE_RETRY_MS);
+		d->refusing = true;
+		d->retry_ms = now + LOOP_PREPARE_RETRY_MS;
+		loop_refuse_waiting(d);
+		return LOOP_PREPARE_RETRY_MS;
+	}
+	if (d->refusing)
+		vcxl_log(VCXL_LOG_WARN, "%s: ready again: clients are served", d->name);
+	d->refusing = d->unready = false;
 	if (!l->stop)
 		loop_listen_pause(l, d, false);
-	vcxl_log(VCXL_LOG_DEBUG, "%s: ready for the next client", d->name);
 	return -1;
 }
 
@@ -227,14 +306,6 @@ static void loop_peer(struct loop_dev *d, int fd)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	d->since_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t loop_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Out of fds or memory: the connection waits in the backlog while the
@@ -259,7 +330,7 @@ static int loop_accept_resume(struct vcxl_loop *l, struct loop_dev *d)
 	if (left > 0)
 		return left > INT32_MAX ? INT32_MAX : (int)left;
 	d->accept_resume_ms = 0;
-	if (!d->conn && !d->closing && !l->stop)
+	if (!d->conn && !d->closing && !d->unready && !l->stop)
 		loop_listen_pause(l, d, false);
 	return -1;
 }
@@ -268,7 +339,7 @@ static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 {
 	int fd;
 
-	if (d->conn || d->closing || d->accept_resume_ms)
+	if (d->conn || d->closing || d->unready || d->accept_resume_ms)
 		return;
 	fd = vcxl_sock_accept(d->lfd);
 	if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
@@ -350,6 +421,11 @@ static int loop_service(struct vcxl_loop *l)
 			timeout = vcxl_min_timeout(timeout, t);
 			if (d->closing)
 				continue;
+		}
+		if (d->unready && !d->conn) {
+			int t = loop_prepare(l, d);
+
+			timeout = vcxl_min_timeout(timeout, t);
 		}
 		/* device timers and a bounded step of its background work; a
 		 * device whose operation waits for its client is left alone */

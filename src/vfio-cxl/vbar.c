@@ -472,7 +472,11 @@ int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen)
 	return 0;
 }
 
-int vbar_renew(struct vcxl_vdev *v)
+/* pending_only: only the BARs whose fresh object a failed hand-over still
+ * owes. A BAR whose object cannot be replaced now keeps the old one (the
+ * departed client's) and stays pending: the device is not served until it
+ * is replaced (vdev_prepare). */
+int vbar_renew(struct vcxl_vdev *v, bool pending_only)
 {
 	const struct vcxl_backend_ops *ops = v->be->ops;
 	int rc = 0;
@@ -482,14 +486,24 @@ int vbar_renew(struct vcxl_vdev *v)
 	for (unsigned i = 0; i < VCXL_NUM_BARS; i++) {
 		struct vcxl_vbar *b = &v->bar[i];
 		struct vcxl_bar_info bi;
-		if (!b->bi.size || b->bi.fd < 0)
+		if (!b->bi.size || b->bi.fd < 0 || (pending_only && !b->renew_pending))
 			continue;
-		int old = dup(b->bi.fd), r = ops->bar_renew(v->be->dev, i);
+		/* the old object is emptied once replaced; without an fd to
+		 * do that (EMFILE) it is not replaced now either */
+		int old = dup(b->bi.fd), r = old < 0 ? -errno : ops->bar_renew(v->be->dev, i);
+		if (r && r != -EOPNOTSUPP) {
+			/* the backend still uses the old object, which the
+			 * departed client may map: owed, never zeroed in place */
+			if (old >= 0)
+				close(old);
+			b->renew_pending = true;
+			rc = rc ? rc : r;
+			continue;
+		}
 		if (!r)
 			r = ops->bar_info(v->be->dev, i, &bi);
 		if (r) {
-			if (old >= 0)
-				close(old);
+			close(old);
 			if (r == -EOPNOTSUPP)
 				continue;
 			/* renewed but not described: never hand out a stale fd */
@@ -498,6 +512,7 @@ int vbar_renew(struct vcxl_vdev *v)
 			rc = rc ? rc : r;
 			continue;
 		}
+		b->renew_pending = false;
 		vcxl_release_memory(old); /* emptied off the loop (release.h) */
 		/* the same BAR and areas, a new object (backend_areas: area_fd
 		 * stands for the BAR when only areas map) */

@@ -131,6 +131,36 @@ static int vdev_confine(struct vcxl_vdev *v, char *err, size_t errlen)
 		  : 0;
 }
 
+/* Does the region's memory die with this process? Only a memfd does (the
+ * model's sealed objects); a file (--backing, tmpfs or disk), a device-DAX
+ * or real device memory holds what the last tenant of an earlier run wrote,
+ * however that run ended (SIGKILL, OOM, a power cut of a disk file). */
+static bool vdev_region_outlives(const struct vcxl_vdev *v)
+{
+	char path[64], target[16] = "";
+
+	if (v->region->fd < 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", v->region->fd);
+	return readlink(path, target, sizeof(target) - 1) < 0 ||
+	       strncmp(target, "/memfd:", strlen("/memfd:")) != 0;
+}
+
+/* The hand-over promise (--on-disconnect reset: no tenant reads another's
+ * data) holds across a crash: memory that outlived an earlier run is zeroed
+ * before the first client is served (vdev_prepare, a step per loop turn). */
+static void vdev_dirty_at_start(struct vcxl_vdev *v)
+{
+	if (v->cfg.on_disconnect != VCXL_ON_DISCONNECT_RESET || !vdev_region_outlives(v))
+		return;
+	v->scrub_pending = true;
+	v->scrub_off = 0;
+	fprintf(stderr,
+		"vcxl: %s: the region's memory outlives the server (not a memfd): zeroed before "
+		"the first client (--on-disconnect reset)\n",
+		v->be->ops->name(v->be->dev));
+}
+
 int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 		     struct vcxl_vdev **out, char *err, size_t errlen)
 {
@@ -182,6 +212,7 @@ int vcxl_vdev_create(struct vcxl_backend *be, const struct vcxl_vdev_cfg *cfg,
 	    (rc = vcomp_build(v, err, errlen)) || (rc = vbar_build(v, err, errlen)))
 		goto fail;
 	vdev_region_share(v);
+	vdev_dirty_at_start(v);
 	*out = v;
 	return 0;
 fail:
@@ -561,64 +592,85 @@ static const struct vdev_reset_effect vdev_reset_table[VDEV_RESET_KINDS] = {
 			       .scrub = true},
 };
 
-/* Zero the region's memory: a hole punched in its file (memfd, tmpfs, ext4)
- * where that works, else written over through the mapping; VDEV_SCRUB_STEP
- * at a time, the server's loop serving everyone else in between (pause). */
-static int vdev_region_scrub(struct vcxl_vdev *v)
+/* Zero [*off, *off + VDEV_SCRUB_STEP) of the region, *off moved past it: a
+ * hole punched in its file (memfd, tmpfs, ext4) where that works, else
+ * written over through the mapping. */
+static int vdev_region_scrub_step(struct vcxl_vdev *v, uint64_t *off)
 {
 	const struct vcxl_region *r = v->region;
-	bool punch = r->fd >= 0;
-	uint8_t *map = NULL;
+	uint64_t n = r->size - *off < VDEV_SCRUB_STEP ? r->size - *off : VDEV_SCRUB_STEP;
+	uint8_t *map;
 
-	for (uint64_t off = 0; off < r->size;) {
-		uint64_t n = r->size - off < VDEV_SCRUB_STEP ? r->size - off : VDEV_SCRUB_STEP;
+	if (r->fd < 0 || fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				   (off_t)(r->fd_offset + *off), (off_t)n)) {
+		if (!(map = cxl_region_map(v)))
+			return -EIO;
+		/* the client may map it too: guarded */
+		int rc = vcxl_guarded_memset(map + *off, 0, n);
+		if (rc)
+			return rc;
+	}
+	*off += n;
+	return 0;
+}
 
-		if (punch && fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				       (off_t)(r->fd_offset + off), (off_t)n))
-			punch = false;
-		if (!punch) {
-			if (!map && !(map = cxl_region_map(v)))
-				return -EIO;
-			/* the client may map it too: guarded */
-			int rc = vcxl_guarded_memset(map + off, 0, n);
-			if (rc)
-				return rc;
-		}
-		off += n;
-		if (off < r->size && v->dma && v->dma->pause)
+/* Zero the whole region, a step at a time, the server's loop serving
+ * everyone else in between (pause). */
+static int vdev_region_scrub(struct vcxl_vdev *v)
+{
+	for (uint64_t off = 0; off < v->region->size;) {
+		int rc = vdev_region_scrub_step(v, &off);
+
+		if (rc)
+			return rc;
+		if (off < v->region->size && v->dma && v->dma->pause)
 			v->dma->pause(v->dma_opaque);
 	}
 	return 0;
 }
 
 /*
- * A new tenant's memory. Where the backend can, the region and every BAR
- * memory it handed out become fresh, zeroed objects (backend.h hpa_renew,
- * bar_renew): a departed client that kept a mapping or an fd of the old
- * ones holds memory detached from the device, so it neither reads what
- * the next guest writes nor writes into it. The server's own mapping of the
- * old region goes too (remapped on first use). Otherwise (a --backing file,
- * real device memory) the region is zeroed in place, where a departed client
- * that was trusted with its fd (--trust-client) still maps it.
+ * A fresh, zeroed object for the region (backend.h hpa_renew): a departed
+ * client that kept a mapping or an fd of the old one holds memory detached
+ * from the device, so it neither reads what the next guest writes nor writes
+ * into it; the old object is emptied and closed off the loop (release.h), so
+ * a client that kept it pins none of the server's memory, and the server's
+ * own mapping of it goes (remapped on first use). Where the memory cannot
+ * be replaced (a --backing file, real device memory) it is zeroed in place,
+ * where a departed client that was trusted with its fd (--trust-client)
+ * still maps it. Where it could be but is not now (no fd left: EMFILE), the
+ * old object stays the device's, untouched, and the fresh one is owed
+ * (renew_pending): the device serves nobody until it is made
+ * (vdev_prepare); zeroing the old object in place would share it.
  */
-static int vdev_new_tenant_memory(struct vcxl_vdev *v)
+static int vdev_renew_region(struct vcxl_vdev *v)
 {
-	/* the old object, emptied and closed off the loop (release.h): a client
-	 * that kept it pins none of the server's memory */
 	int old = v->region->fd >= 0 ? dup(v->region->fd) : -1;
-	int rc = vcxl_region_renew(v->region);
+	int rc = v->region->fd >= 0 && old < 0 ? -errno : vcxl_region_renew(v->region);
 
 	if (!rc) {
 		if (v->region_map)
 			munmap(v->region_map, v->region->size);
 		v->region_map = NULL;
+		v->renew_pending = false;
 		vcxl_release_memory(old);
-	} else {
-		if (old >= 0)
-			close(old);
-		rc = vdev_region_scrub(v);
+		return 0;
 	}
-	int r2 = vbar_renew(v);
+	if (old >= 0)
+		close(old);
+	if (rc == -EOPNOTSUPP)
+		return vdev_region_scrub(v);
+	v->renew_pending = true;
+	return rc;
+}
+
+/* A new tenant's memory: the region and every BAR memory the backend handed
+ * out (bar_renew) fresh. */
+static int vdev_new_tenant_memory(struct vcxl_vdev *v)
+{
+	int rc = vdev_renew_region(v);
+	int r2 = vbar_renew(v, false);
+
 	return rc ? rc : r2;
 }
 
@@ -707,6 +759,29 @@ static int vdev_client_gone(void *dev)
 	return rc;
 }
 
+/* What the hand-over to the next tenant still owes, one bounded step per
+ * call: the fresh objects a failed hand-over could not make, then the
+ * scrub of memory an earlier run of the server left (vdev_dirty_at_start). */
+static int vdev_prepare(void *dev)
+{
+	struct vcxl_vdev *v = dev;
+	int rc = v->renew_pending ? vdev_renew_region(v) : 0;
+	int r2 = vbar_renew(v, true);
+
+	if (rc || r2)
+		return rc ? rc : r2;
+	if (!v->scrub_pending)
+		return 0;
+	if ((rc = vdev_region_scrub_step(v, &v->scrub_off)))
+		return rc;
+	if (v->scrub_off < v->region->size)
+		return -EINPROGRESS;
+	v->scrub_pending = false;
+	fprintf(stderr, "vcxl: %s: region zeroed (0x%llx bytes) before the first client\n",
+		v->be->ops->name(v->be->dev), (unsigned long long)v->region->size);
+	return 0;
+}
+
 /* The vdev has no timers of its own (virtual resets and commits complete
  * synchronously): the device's deadlines (the model's) are the backend's. */
 static int vdev_poll(void *dev)
@@ -731,6 +806,7 @@ const struct vcxl_dev_ops vcxl_vdev_ops = {
     .set_dma = vdev_set_dma,
     .reset = vdev_reset,
     .client_gone = vdev_client_gone,
+    .prepare = vdev_prepare,
     .poll = vdev_poll,
 };
 

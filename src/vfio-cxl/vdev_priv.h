@@ -50,6 +50,7 @@ struct vcxl_vbar {
 	struct vcxl_sparse_area sparse[VCXL_MAX_SPARSE];
 	bool mmap;
 	bool holes_overflow; /* a trapped range did not fit: no mmap */
+	bool renew_pending;  /* a new tenant's fresh object could not be made yet */
 };
 
 /* room for the reset kinds (enum vdev_reset, below) */
@@ -118,6 +119,11 @@ struct vcxl_vdev {
 	/* host mapping of the CXL region, made on first use (no page touched) */
 	uint8_t *region_map;
 	bool region_fd_shared; /* the client gets the region's fd (mmap) */
+	/* the hand-over to the next tenant not done yet (vdev_prepare ends it):
+	 * a fresh region object could not be made, or the region holds what an
+	 * earlier run of the server left there (zeroed from scrub_off on) */
+	bool renew_pending, scrub_pending;
+	uint64_t scrub_off;
 
 	vcxl_hdm_notify_fn hdm_notify;
 	void *hdm_notify_opaque;
@@ -175,7 +181,7 @@ void vcomp_reset(struct vcxl_vdev *v, bool full);
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen);
 int vbar_region_info(struct vcxl_vdev *v, unsigned bar, struct vcxl_vregion_info *ri);
 /* A new tenant: fresh memory objects for the BARs' fds (backend.h bar_renew). */
-int vbar_renew(struct vcxl_vdev *v);
+int vbar_renew(struct vcxl_vdev *v, bool pending_only);
 int vbar_rw(struct vcxl_vdev *v, unsigned bar, bool write, uint64_t off, void *buf, size_t len);
 int vbar_msix_arm(struct vcxl_vdev *v, unsigned vector, bool armed);
 /* After a device reset masked the device's table: unmask again every vector

@@ -424,8 +424,10 @@ static void rec_fill(uint8_t *r, unsigned i)
 static void test_kill_backing(void)
 {
 	char dir[] = "/tmp/vcxl-bk-XXXXXX", file[96];
-	/* the whole backing file goes to the client only when it is trusted */
-	const char *args[] = {"--backing", file, "--trust-client", NULL};
+	/* the whole backing file goes to the client only when it is trusted;
+	 * keep: a file meant to outlive the run (under reset, the default, it
+	 * is zeroed before the next run's first client: test_handover) */
+	const char *args[] = {"--backing", file, "--trust-client", "--on-disconnect", "keep", NULL};
 	struct harness h;
 	struct vcxl_client *c;
 	struct vcxl_client_info info;

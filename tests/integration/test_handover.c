@@ -15,6 +15,7 @@
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "tap.h"
 #include "integration/harness.h"
@@ -319,11 +320,225 @@ static void test_nothing_left(const char *bin, bool type3)
 	h_cleanup(&h);
 }
 
+/* ---- a crash between two tenants ---------------------------------------- */
+
+static size_t count_byte(const uint8_t *p, size_t n, uint8_t v)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += p[i] == v;
+	return k;
+}
+
+/* Bytes equal to v in a page of the region, read by REGION_READ (or
+ * (size_t)-1 if the read failed) */
+static size_t region_count(struct vcxl_client *c, uint64_t off, uint8_t v)
+{
+	uint8_t buf[CHUNK];
+
+	if (vcxl_client_region_read(c, VCXL_VDEV_CXL_REGION, off, buf, sizeof(buf)))
+		return (size_t)-1;
+	return count_byte(buf, sizeof(buf), v);
+}
+
+/*
+ * --backing FILE, --on-disconnect reset (the default): tenant A writes a
+ * secret through its mapping of the region (--trust-client: it has the
+ * file's fd) and through REGION_WRITE, and the server is SIGKILLed (the OOM
+ * killer, a stop timeout) with A attached, so no disconnect scrub runs. The
+ * file still holds the secret; the restarted server zeroes it before its
+ * first client, tenant B, reads any of it.
+ */
+static void test_crash_backing(const char *bin)
+{
+	char dir[] = "/tmp/vcxl-hc-XXXXXX", file[96];
+	const char *args[] = {"--mem-size", "256M", "--region-size",  "256M",
+			      "--backing",  file,   "--trust-client", NULL};
+	const uint64_t at_map = 0x100000, at_msg = 0x0ff00000;
+	struct vcxl_client_region ri;
+	struct harness h = {0};
+	struct vcxl_client *c;
+	uint8_t page[CHUNK], got[CHUNK];
+	int st;
+
+	if (!ok(mkdtemp(dir) != NULL, "crash: temp dir"))
+		return;
+	snprintf(file, sizeof(file), "%s/devmem", dir);
+	if (!ok(h_start(&h, bin, -1, args) == 0, "crash: server up with --backing"))
+		goto out;
+	if (!ok(vcxl_client_connect(h.sock, &c) == 0 &&
+		    vcxl_client_region_info(c, VCXL_VDEV_CXL_REGION, &ri) == 0 && ri.fd >= 0,
+		"crash: tenant A gets the region's fd (--trust-client)"))
+		goto out;
+	uint8_t *map =
+	    mmap(NULL, ri.size, PROT_READ | PROT_WRITE, MAP_SHARED, ri.fd, (off_t)ri.offset);
+	if (ok(map != MAP_FAILED, "crash: tenant A maps the region")) {
+		memset(map + at_map, 0xa5, CHUNK);
+		munmap(map, ri.size);
+	}
+	memset(page, 0xa6, sizeof(page));
+	is(vcxl_client_region_write(c, VCXL_VDEV_CXL_REGION, at_msg, page, sizeof(page)), 0,
+	   "crash: tenant A writes a secret page by REGION_WRITE");
+	close(ri.fd);
+	kill(h.pid, SIGKILL);
+	waitpid(h.pid, &st, 0);
+	h.pid = 0;
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "crash: server SIGKILLed with A attached");
+	vcxl_client_close(c);
+	h_cleanup(&h);
+	int fd = open(file, O_RDONLY);
+	ok(fd >= 0 && pread(fd, got, sizeof(got), (off_t)at_msg) == (ssize_t)sizeof(got) &&
+	       count_byte(got, sizeof(got), 0xa6) == sizeof(got),
+	   "crash: the backing file outlived the server with A's secret in it");
+	if (fd >= 0)
+		close(fd);
+
+	if (!ok(h_start(&h, bin, -1, args) == 0, "crash: server restarted on the same file"))
+		goto out;
+	if (ok(vcxl_client_connect(h.sock, &c) == 0, "crash: tenant B connects")) {
+		is(region_count(c, at_map, 0xa5), 0,
+		   "crash: B reads none of what A wrote through its mapping");
+		is(region_count(c, at_msg, 0xa6), 0,
+		   "crash: B reads none of what A wrote by REGION_WRITE");
+		is(region_count(c, at_msg, 0), CHUNK, "crash: B reads zeros there");
+		vcxl_client_close(c);
+	}
+	ok(h_log_count(&h, "outlives the server") == 1 && h_log_count(&h, "region zeroed (") == 1,
+	   "crash: the server said it would zero the region, and did");
+	is(h_stop(&h), 0, "crash: server exits cleanly");
+	if (tap_failed)
+		h_dump_log(&h);
+out:
+	h_cleanup(&h);
+	unlink(file);
+	rmdir(dir);
+}
+
+/* ---- no fd for a fresh memory object ------------------------------------- */
+
+static int set_nofile(pid_t pid, rlim_t cur)
+{
+	struct rlimit old, now;
+
+	if (prlimit(pid, RLIMIT_NOFILE, NULL, &old))
+		return -errno;
+	now.rlim_cur = cur;
+	now.rlim_max = old.rlim_max;
+	return prlimit(pid, RLIMIT_NOFILE, &now, NULL) ? -errno : 0;
+}
+
+/*
+ * The server is out of fds when tenant A leaves (soft RLIMIT_NOFILE below
+ * what it has open, set from outside with prlimit), so the fresh region and
+ * BAR0 objects of the hand-over cannot be made. A keeps its mappings of the
+ * old ones. The device must not go to B with them: B is not served (one log
+ * line says so, not one per attempt) until fds are free again; then B gets
+ * fresh, zeroed memory that A's mappings neither see nor reach.
+ */
+static void test_no_fd_for_fresh_memory(const char *bin)
+{
+	const char *args[] = {"--mem-size", "256M", "--region-size", "256M", NULL};
+	const uint64_t r_off = 0x100000;
+	struct vcxl_client_region ra, ba, rb;
+	struct rlimit lim;
+	struct harness h = {0};
+	struct vcxl_client *a, *b;
+	uint8_t page[CHUNK], got[CHUNK];
+
+	if (!ok(h_start(&h, bin, -1, args) == 0, "no fd: server up"))
+		return h_cleanup(&h);
+	if (!ok(vcxl_client_connect(h.sock, &a) == 0 &&
+		    vcxl_client_region_info(a, VCXL_VDEV_CXL_REGION, &ra) == 0 &&
+		    vcxl_client_region_info(a, VFIO_PCI_BAR0_REGION_INDEX, &ba) == 0 &&
+		    ra.fd >= 0 && ba.fd >= 0,
+		"no fd: tenant A gets the region's and BAR0's fds"))
+		return h_cleanup(&h);
+	const uint64_t b_off = ba.size - CHUNK; /* BAR0 RAM (the component block is at 0) */
+	uint8_t *reg =
+	    mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, ra.fd, (off_t)ra.offset);
+	uint8_t *bar =
+	    mmap(NULL, ba.size, PROT_READ | PROT_WRITE, MAP_SHARED, ba.fd, (off_t)ba.offset);
+	if (!ok(reg != MAP_FAILED && bar != MAP_FAILED, "no fd: tenant A maps both"))
+		return h_cleanup(&h);
+	memset(reg + r_off, 0xa1, CHUNK);
+	memset(bar + b_off, 0xa1, CHUNK);
+
+	if (prlimit(h.pid, RLIMIT_NOFILE, NULL, &lim))
+		lim.rlim_cur = 1024;
+	is(set_nofile(h.pid, 3), 0,
+	   "no fd: the server's soft fd limit lowered to 3 (stdio only) from %llu",
+	   (unsigned long long)lim.rlim_cur);
+	vcxl_client_close(a); /* gone, mappings and fds kept */
+	for (int t = 0; t < 200 && h_log_count(&h, "refusing clients") < 1; t++)
+		h_sleep_ms(10);
+	is(h_log_count(&h, "refusing clients"), 1,
+	   "no fd: the device refuses clients, and says so");
+	/* B tries: not served while the fresh objects cannot be made */
+	int fd = vcxl_sock_connect(h.sock);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	ok(fd >= 0 && (poll(&p, 1, 1000) == 0 || read(fd, got, sizeof(got)) == 0),
+	   "no fd: B's attempt is not served (refused or waiting)");
+	if (fd >= 0)
+		close(fd);
+	is(h_log_count(&h, "refusing clients"), 1, "no fd: one log line, not one per attempt");
+	is(h_log_count(&h, "accept:"), 0, "no fd: no accept failure logged (nothing spins)");
+	ok(count_byte(reg + r_off, CHUNK, 0xa1) == CHUNK &&
+	       count_byte(bar + b_off, CHUNK, 0xa1) == CHUNK,
+	   "no fd: A's old objects are left alone, not zeroed in place for B");
+
+	is(set_nofile(h.pid, lim.rlim_cur), 0, "no fd: the fd limit restored");
+	if (ok(vcxl_client_connect(h.sock, &b) == 0,
+	       "no fd: tenant B connects once fds are free")) {
+		is(region_count(b, r_off, 0xa1), 0, "no fd: B reads none of A's region bytes");
+		is(vcxl_client_region_read(b, VFIO_PCI_BAR0_REGION_INDEX, b_off, got, sizeof(got)),
+		   0, "no fd: B reads BAR0 RAM");
+		is(count_byte(got, sizeof(got), 0xa1), 0, "no fd: none of A's BAR0 RAM bytes");
+		memset(page, 0xb2, sizeof(page));
+		is(vcxl_client_region_write(b, VCXL_VDEV_CXL_REGION, r_off, page, sizeof(page)) |
+		       vcxl_client_region_write(b, VFIO_PCI_BAR0_REGION_INDEX, b_off, page,
+						sizeof(page)),
+		   0, "no fd: B writes the region and BAR0 RAM");
+		is(count_byte(reg + r_off, CHUNK, 0xb2), 0,
+		   "no fd: A's kept region mapping does not see B's write");
+		is(count_byte(bar + b_off, CHUNK, 0xb2), 0,
+		   "no fd: A's kept BAR0 mapping does not see B's write");
+		memset(reg + r_off, 0xa3, CHUNK);
+		memset(bar + b_off, 0xa3, CHUNK);
+		is(region_count(b, r_off, 0xb2), CHUNK,
+		   "no fd: A's late write does not reach B's region");
+		vcxl_client_region_read(b, VFIO_PCI_BAR0_REGION_INDEX, b_off, got, sizeof(got));
+		is(count_byte(got, sizeof(got), 0xb2), CHUNK, "no fd: nor B's BAR0 RAM");
+		if (ok(vcxl_client_region_info(b, VCXL_VDEV_CXL_REGION, &rb) == 0 && rb.fd >= 0,
+		       "no fd: B gets a region fd (mmap)")) {
+			uint8_t *m =
+			    mmap(NULL, rb.size, PROT_READ, MAP_SHARED, rb.fd, (off_t)rb.offset);
+			ok(m != MAP_FAILED && count_byte(m + r_off, CHUNK, 0xb2) == CHUNK,
+			   "no fd: B's mapping holds B's write, a new object");
+			if (m != MAP_FAILED)
+				munmap(m, rb.size);
+			close(rb.fd);
+		}
+		vcxl_client_close(b);
+	}
+	is(h_log_count(&h, "ready again"), 1, "no fd: the device says it serves again");
+	munmap(reg, ra.size);
+	munmap(bar, ba.size);
+	close(ra.fd);
+	close(ba.fd);
+	is(h_stop(&h), 0, "no fd: server exits cleanly");
+	if (tap_failed)
+		h_dump_log(&h);
+	h_cleanup(&h);
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
 
 	test_nothing_left(bin, false);
 	test_nothing_left(bin, true);
+	test_crash_backing(bin);
+	test_no_fd_for_fresh_memory(bin);
 	return done();
 }
