@@ -40,14 +40,19 @@ enum conn_wait {
 	WAIT_PAUSE,    /* one turn of the loop between two steps */
 };
 
+/* Payloads up to this size (register accesses, DMA replies) are kept in
+ * the message itself: no allocation of their own. */
+#define CONN_MSG_SMALL 64
+
 struct vcxl_msg {
 	struct vfio_user_hdr hdr;
-	uint8_t *data; /* payload: hdr.msg_size - 16 bytes */
+	uint8_t *data; /* payload: hdr.msg_size - 16 bytes (small or malloc) */
 	size_t len;
 	int fds[VCXL_SRV_MAX_MSG_FDS];
 	unsigned nfds;
 	bool bad_fds; /* more fds than allowed, or a truncated control message */
 	struct vcxl_msg *next;
+	uint8_t small[CONN_MSG_SMALL];
 };
 
 struct vcxl_tx {

@@ -6,12 +6,28 @@
  * and output that the socket does not take now is queued for EPOLLOUT.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "../common/sigbus_guard.h"
+
+/* The last message freed, kept for the next one read: a request costs no
+ * allocation (messages are made and freed on the loop's thread only). */
+static struct vcxl_msg *msg_spare;
+
+static struct vcxl_msg *msg_new(void)
+{
+	struct vcxl_msg *m = msg_spare;
+
+	if (!m)
+		return calloc(1, sizeof(*m));
+	msg_spare = NULL;
+	memset(m, 0, offsetof(struct vcxl_msg, small));
+	return m;
+}
 
 void conn_msg_free(struct vcxl_msg *m)
 {
@@ -20,8 +36,12 @@ void conn_msg_free(struct vcxl_msg *m)
 	for (unsigned i = 0; i < m->nfds; i++)
 		if (m->fds[i] >= 0)
 			close(m->fds[i]);
-	free(m->data);
-	free(m);
+	if (m->data != m->small)
+		free(m->data);
+	if (msg_spare)
+		free(m);
+	else
+		msg_spare = m;
 }
 
 void conn_kill(struct vcxl_conn *c, int err)
@@ -165,7 +185,9 @@ static int rx_check_header(struct vcxl_conn *c, struct vcxl_msg *m)
 		return -EPROTO;
 	}
 	m->len = m->hdr.msg_size - sizeof(m->hdr);
-	if (m->len) {
+	if (m->len && m->len <= sizeof(m->small)) {
+		m->data = m->small;
+	} else if (m->len) {
 		m->data = malloc(m->len);
 		if (!m->data)
 			return -ENOMEM;
@@ -245,7 +267,7 @@ int conn_rx_step(struct vcxl_conn *c, struct vcxl_msg **out)
 				if (rc <= 0)
 					return rc;
 			}
-			m = calloc(1, sizeof(*m));
+			m = msg_new();
 			if (!m)
 				return -ENOMEM;
 			c->rx = m;
