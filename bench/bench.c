@@ -366,11 +366,11 @@ static void bench_roundtrip(void)
 	cur_runs = RT_RUNS;
 	struct stat5 a = stats(rd, RT_RUNS), b = stats(brd, RT_RUNS);
 	report("region_read_4B_roundtrip", a, "us", b, a.median / b.median,
-	       "vfio-user/raw ping-pong, same core", "<= 1.3", a.median / b.median <= 1.3);
+	       "vfio-user/raw ping-pong, same core", "<= 1.1", a.median / b.median <= 1.1);
 	a = stats(wr, RT_RUNS);
 	b = stats(bwr, RT_RUNS);
 	report("region_write_4B_roundtrip", a, "us", b, a.median / b.median,
-	       "vfio-user/raw ping-pong, same core", "<= 1.3", a.median / b.median <= 1.3);
+	       "vfio-user/raw ping-pong, same core", "<= 1.1", a.median / b.median <= 1.1);
 	cur_runs = RUNS;
 	unpin_self();
 }
