@@ -31,18 +31,21 @@
 # Inputs: CXLMEM_BUILD (meson build dir), CXLMEM_LOGDIR, CXLMEM_QEMU (from cxlmem_qemu).
 # Environment: VCXL_QEMU_CXL (a CXL-aware QEMU binary), VCXL_QEMU_BUILD (the build script,
 # default <repo>/scripts/qemu-build.sh), VCXL_E2E_BUILD_QEMU=0 (never build QEMU),
-# VCXL_E2E_TIMEOUT (seconds per boot, default 300), VCXL_E2E_CACHE (guest cache),
+# VCXL_E2E_TIMEOUT (seconds per boot, default 300), VCXL_E2E_SILENCE (seconds without console
+# output before a boot is killed and retried once, default 150: lib.sh, whose e2e_boot runs
+# every boot here), VCXL_E2E_CACHE (guest cache),
 # VCXL_CXL_RAM_DEVICE=1 (QEMU maps the region as a RAM device region: x-cxl-ram-device).
 
 CXLMEM_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CXLMEM_ROOT=$(cd "$CXLMEM_HERE/../.." && pwd)
+# shellcheck source=tests/e2e/lib.sh
+. "$CXLMEM_HERE/lib.sh"
 CXLMEM_MEM_SIZE=$((1 << 30))
 CXLMEM_GUEST_RAM=1G
 CXLMEM_WHY=""
 CXLMEM_QEMU=""
 CXLMEM_TMP=""
 CXLMEM_SPID=""
-CXLMEM_QPID=""
 # Seeds: 64 KiB, 4 MiB into each of the first three 256 MiB of DPA (cxlmem-guest.c SEED_*)
 CXLMEM_SEED=0x5345454443584c31
 CXLMEM_SEED_DPAS="0x400000 0x10400000 0x20400000"
@@ -157,16 +160,16 @@ cxlmem_start_server() { # cxlmem_start_server NAME
 }
 
 cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
-	local name=$1 gargs=$2 t3=${3:-} dev args rc fmw
+	local name=$1 gargs=$2 t3=${3:-} dev args fmw
 	dev="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$CXLMEM_TMP/vcxl.sock\"}"
 	dev="$dev,\"id\":\"vcxl0\",\"bus\":\"rp0\",\"x-cxl\":true"
 	[ "${VCXL_CXL_RAM_DEVICE:-0}" = 1 ] && dev="$dev,\"x-cxl-ram-device\":true"
 	dev="$dev}"
 	fmw="cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
 	# shellcheck disable=SC2054 # commas inside QEMU option values
-	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
+	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
 		-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
-		-m "$CXLMEM_GUEST_RAM" -smp 1 -nographic -serial stdio -monitor none -no-reboot -nic none
+		-m "$CXLMEM_GUEST_RAM" -nographic -serial stdio -monitor none -no-reboot -nic none
 		-machine q35,cxl=on,memory-backend=ram0
 		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
 		-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
@@ -181,16 +184,10 @@ cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
 	fi
 	args+=(-M "$fmw"
 		-kernel "$CXLMEM_LOGDIR/guest/vmlinuz" -initrd "$CXLMEM_LOGDIR/guest/initramfs-cxlmem.cpio.gz"
-		-append "console=ttyS0 panic=-1 quiet vcxl.args=$gargs")
+		-append "$E2E_KERNEL_ARGS vcxl.args=$gargs")
 	printf '%q ' "$CXLMEM_QEMU" "${args[@]}" > "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
 	echo >> "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
-	timeout -k 10 "${VCXL_E2E_TIMEOUT:-300}" "$CXLMEM_QEMU" "${args[@]}" < /dev/null \
-		> "$CXLMEM_LOGDIR/$name.console.log" 2>&1 &
-	CXLMEM_QPID=$!
-	wait "$CXLMEM_QPID"
-	rc=$?
-	CXLMEM_QPID=""
-	return $rc
+	e2e_boot "$name" "$CXLMEM_LOGDIR/$name.console.log" "$CXLMEM_QEMU" "${args[@]}"
 }
 
 cxlmem_start_server_fw() { # cxlmem_start_server_fw NAME
@@ -280,11 +277,11 @@ PY
 }
 
 cxlmem_boot_fw() { # cxlmem_boot_fw NAME [GUEST-ARGS (default --fw)] [x-cxl (default true)]
-	local name=$1 gargs=${2:---fw} xcxl=${3:-true} args rc d dev
+	local name=$1 gargs=${2:---fw} xcxl=${3:-true} args d dev
 	# shellcheck disable=SC2054 # commas inside QEMU option values
-	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults -accel tcg
+	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
 		-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
-		-m "$CXLMEM_GUEST_RAM" -smp 1 -nographic -serial stdio -monitor none -no-reboot -nic none
+		-m "$CXLMEM_GUEST_RAM" -nographic -serial stdio -monitor none -no-reboot -nic none
 		-qmp "unix:$CXLMEM_TMP/qmp.sock,server=on,wait=off"
 		-machine q35,cxl=on,memory-backend=ram0
 		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
@@ -298,19 +295,16 @@ cxlmem_boot_fw() { # cxlmem_boot_fw NAME [GUEST-ARGS (default --fw)] [x-cxl (def
 	done
 	args+=(-M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
 		-kernel "$CXLMEM_LOGDIR/guest/vmlinuz" -initrd "$CXLMEM_LOGDIR/guest/initramfs-cxlmem.cpio.gz"
-		-append "console=ttyS0 panic=-1 quiet vcxl.args=$gargs")
+		-append "$E2E_KERNEL_ARGS vcxl.args=$gargs")
 	printf '%q ' "$CXLMEM_QEMU" "${args[@]}" > "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
 	echo >> "$CXLMEM_LOGDIR/$name.qemu-cmd.log"
-	: > "$CXLMEM_LOGDIR/$name.console.log"
-	timeout -k 10 "${VCXL_E2E_TIMEOUT:-300}" "$CXLMEM_QEMU" "${args[@]}" < /dev/null \
-		> "$CXLMEM_LOGDIR/$name.console.log" 2>&1 &
-	CXLMEM_QPID=$!
-	cxlmem_qmp_unplug "$CXLMEM_TMP/qmp.sock" vcxl1 "$CXLMEM_LOGDIR/$name.console.log" \
-		"fw.sock.1 cxl-mem" > "$CXLMEM_LOGDIR/$name.qmp.log" 2>&1
-	wait "$CXLMEM_QPID"
-	rc=$?
-	CXLMEM_QPID=""
-	return $rc
+	CXLMEM_FW_NAME=$name
+	e2e_boot --during cxlmem_fw_unplug "$name" "$CXLMEM_LOGDIR/$name.console.log" "$CXLMEM_QEMU" "${args[@]}"
+}
+
+cxlmem_fw_unplug() { # cxlmem_boot_fw's --during: QMP device_del of vcxl1 at "UNPLUG-READY"
+	cxlmem_qmp_unplug "$CXLMEM_TMP/qmp.sock" vcxl1 "$CXLMEM_LOGDIR/$CXLMEM_FW_NAME.console.log" \
+		"fw.sock.1 cxl-mem" > "$CXLMEM_LOGDIR/$CXLMEM_FW_NAME.qmp.log" 2>&1
 }
 
 cxlmem_hostcheck_ctl() { # cxlmem_hostcheck_ctl CONSOLE CTL
@@ -367,10 +361,9 @@ with open(path, "rb") as f:
 }
 
 cxlmem_stop() {
-	[ -n "$CXLMEM_QPID" ] && kill "$CXLMEM_QPID" 2>/dev/null && wait "$CXLMEM_QPID" 2>/dev/null
+	e2e_boot_stop
 	[ -n "$CXLMEM_SPID" ] && kill "$CXLMEM_SPID" 2>/dev/null && wait "$CXLMEM_SPID" 2>/dev/null
 	[ -n "$CXLMEM_TMP" ] && rm -rf "$CXLMEM_TMP"
-	CXLMEM_QPID=""
 	CXLMEM_SPID=""
 	CXLMEM_TMP=""
 }
