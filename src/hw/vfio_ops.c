@@ -670,35 +670,47 @@ static void h_set_dma(void *dev, const struct vcxl_dma_ops *ops, void *opaque)
 
 /* ---- DMA ------------------------------------------------------------------- */
 
+/* Map and pin v->pin for the device: the IOMMU domain gets the window, and
+ * the kernel pins every page of it (seconds for a large guest's RAM). */
+static int pin_window(void *arg)
+{
+	struct vcxl_hw_vfio *v = arg;
+	const struct hw_pin *p = &v->pin;
+
+	if (v->iommufd >= 0) {
+		struct iommu_ioas_map m = {
+		    .size = sizeof(m),
+		    .flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
+			     (p->write ? IOMMU_IOAS_MAP_WRITEABLE : 0),
+		    .ioas_id = v->ioas_id,
+		    .user_va = (uintptr_t)p->vaddr,
+		    .length = p->size,
+		    .iova = p->iova,
+		};
+		return ioctl(v->iommufd, IOMMU_IOAS_MAP, &m) ? -errno : 0;
+	}
+	struct vfio_iommu_type1_dma_map m = {
+	    .argsz = sizeof(m),
+	    .flags = VFIO_DMA_MAP_FLAG_READ | (p->write ? VFIO_DMA_MAP_FLAG_WRITE : 0),
+	    .vaddr = (uintptr_t)p->vaddr,
+	    .iova = p->iova,
+	    .size = p->size,
+	};
+	return ioctl(v->container_fd, VFIO_IOMMU_MAP_DMA, &m) ? -errno : 0;
+}
+
+/* The pinning waits on the kernel like a reset does: through the server's
+ * run_blocking, so a large window never holds the loop (issue 21 item 4). */
 static int h_dma_map(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write)
 {
 	struct vcxl_hw_vfio *v = dev;
 
 	if (!size || iova + size < iova || !vaddr)
 		return -EINVAL;
-	if (v->iommufd >= 0) {
-		struct iommu_ioas_map m = {
-		    .size = sizeof(m),
-		    .flags = IOMMU_IOAS_MAP_FIXED_IOVA | IOMMU_IOAS_MAP_READABLE |
-			     (write ? IOMMU_IOAS_MAP_WRITEABLE : 0),
-		    .ioas_id = v->ioas_id,
-		    .user_va = (uintptr_t)vaddr,
-		    .length = size,
-		    .iova = iova,
-		};
-		return ioctl(v->iommufd, IOMMU_IOAS_MAP, &m) ? -errno : 0;
-	}
-	if (v->container_fd >= 0) {
-		struct vfio_iommu_type1_dma_map m = {
-		    .argsz = sizeof(m),
-		    .flags = VFIO_DMA_MAP_FLAG_READ | (write ? VFIO_DMA_MAP_FLAG_WRITE : 0),
-		    .vaddr = (uintptr_t)vaddr,
-		    .iova = iova,
-		    .size = size,
-		};
-		return ioctl(v->container_fd, VFIO_IOMMU_MAP_DMA, &m) ? -errno : 0;
-	}
-	return -EOPNOTSUPP;
+	if (v->iommufd < 0 && v->container_fd < 0)
+		return -EOPNOTSUPP;
+	v->pin = (struct hw_pin){.iova = iova, .size = size, .vaddr = vaddr, .write = write};
+	return hw_blocking(v, pin_window);
 }
 
 static int h_dma_unmap(void *dev, uint64_t iova, uint64_t size)

@@ -58,6 +58,12 @@ struct vcxl_hw_vfio {
 	void *irq_opaque;
 	const struct vcxl_dma_ops *dma;
 	void *dma_opaque;
+	/* the DMA_MAP being pinned (one at a time: the device has one owner) */
+	struct hw_pin {
+		uint64_t iova, size;
+		void *vaddr;
+		bool write;
+	} pin;
 	int *efd[HW_NUM_IRQ_TYPES];		/* dup'ed eventfds per vector, -1 unset */
 	unsigned irq_enabled[HW_NUM_IRQ_TYPES]; /* vectors enabled in the kernel */
 };

@@ -205,9 +205,10 @@ static bool conn_may_wait(const struct vcxl_conn *c)
 	return false;
 }
 
-/* Requests that may reset the device, which on hardware blocks (FLR: 100 ms
- * and more, run_blocking): a device reset, a config space write (Initiate
- * FLR, Initiate CXL Reset). */
+/* Requests that may block the device, on hardware (run_blocking): a device
+ * reset, a config space write (Initiate FLR, Initiate CXL Reset: 100 ms and
+ * more), a DMA_MAP (the kernel pins the whole window: seconds for a large
+ * guest's RAM). */
 static bool conn_may_block(const struct vcxl_msg *m)
 {
 	uint32_t region;
@@ -215,6 +216,7 @@ static bool conn_may_block(const struct vcxl_msg *m)
 	switch (m->hdr.command) {
 	case VFIO_USER_DEVICE_RESET:
 	case VFIO_USER_REGION_WRITE_MULTI:
+	case VFIO_USER_DMA_MAP:
 		return true;
 	case VFIO_USER_REGION_WRITE:
 		if (m->len < offsetof(struct vfio_user_region_access, count))

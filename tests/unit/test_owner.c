@@ -9,7 +9,9 @@
  *    read-memory waits for the reset and then reads; no device call beside
  *    the reset;
  *  - the client leaves mid-reset with a DMA window and an MSI-X eventfd:
- *    both are taken from the device only after the reset returned.
+ *    both are taken from the device only after the reset returned;
+ *  - a DMA_MAP whose pinning blocks as long (hardware pins the whole window)
+ *    runs on the worker thread: the operator is answered meanwhile.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -99,9 +101,13 @@ static int o_set_irq_eventfd(void *d, uint32_t n, uint32_t v, int fd)
 	touch("set_irq_eventfd");
 	return fake_set_irq_eventfd(d, n, v, fd);
 }
+static atomic_int slow_pin; /* the next dma_map pins for RESET_MS, as hardware's does */
+
 static int o_dma_map(void *d, uint64_t iova, uint64_t size, void *vaddr, bool write)
 {
 	touch("dma_map");
+	if (atomic_exchange(&slow_pin, 0) && dev.dma && dev.dma->run_blocking)
+		dev.dma->run_blocking(dev.dma_opaque, slow_fn, NULL);
 	return fake_dma_map(d, iova, size, vaddr, write);
 }
 static int o_dma_unmap(void *d, uint64_t iova, uint64_t size)
@@ -338,6 +344,58 @@ static void test_disconnect_during_reset(const char *dpath, int cfd)
 	(void)cfd;
 }
 
+struct pin_job {
+	struct vcxl_client *c;
+	int mfd, rc;
+};
+
+static void *pin_thread(void *arg)
+{
+	struct pin_job *j = arg;
+
+	j->rc = vcxl_client_dma_map(j->c, 0x200000, 0x10000,
+				    VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE,
+				    j->mfd, 0, NULL);
+	return NULL;
+}
+
+/* A DMA_MAP whose pinning takes RESET_MS (hardware pins the whole window):
+ * the pinning runs on the worker thread; the loop answers the operator
+ * meanwhile, and nothing else touches the device. */
+static void test_pin_off_loop(const char *dpath, int cfd)
+{
+	struct pin_job j = {.mfd = memfd_create("guest", MFD_CLOEXEC), .rc = 1};
+	struct json_object *r;
+	struct timespec t0;
+	pthread_t th;
+
+	setup_ok(ftruncate(j.mfd, 0x10000));
+	if (!ok(vcxl_client_connect(dpath, &j.c) == 0, "third client connected"))
+		return;
+	atomic_store(&overlaps, 0);
+	overlap_what[0] = 0;
+	atomic_store(&slow_pin, 1);
+	pthread_create(&th, NULL, pin_thread, &j);
+	if (ok(reset_started(), "DMA_MAP: the window is being pinned")) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ok(write(cfd, "{\"execute\": \"query-status\"}\n", 28) == 28,
+		   "query-status sent while it pins");
+		r = ctl_reply(cfd, 5000);
+		double t = ms_since(&t0);
+		bool pinning = atomic_load(&in_reset);
+		ok(r && json_object_get_boolean(jget(r, "return.devices.0.busy")),
+		   "... answered: the device is busy");
+		ok(pinning && t < RESET_MS, "... while the pinning still ran (%.0f ms)", t);
+		json_object_put(r);
+	}
+	pthread_join(th, NULL);
+	is(j.rc, 0, "DMA_MAP's reply once pinned");
+	is(atomic_load(&overlaps), 0, "no device call beside the pinning (first: %s)",
+	   overlap_what[0] ? overlap_what : "none");
+	vcxl_client_close(j.c);
+	close(j.mfd);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/vcxl-owner-XXXXXX", dpath[64], cpath[64];
@@ -364,6 +422,7 @@ int main(void)
 	if (ok(cfd >= 0, "control socket connected")) {
 		test_control_during_reset(dpath, cfd);
 		test_disconnect_during_reset(dpath, cfd);
+		test_pin_off_loop(dpath, cfd);
 		close(cfd);
 	}
 	kill(getpid(), SIGTERM);

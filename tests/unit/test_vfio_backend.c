@@ -19,6 +19,7 @@
 #include "vcxl/host_cxl.h"
 #include "vcxl/hw_vfio.h"
 #include "vcxl/model.h"
+#include "../../src/hw/vfio_priv.h"
 
 #define REG_OFF(i) ((uint64_t)(i) << 24) /* region i of the fake device file */
 #define CFG_IDX	   VFIO_PCI_CONFIG_REGION_INDEX
@@ -409,6 +410,18 @@ static void test_reset(void)
 	is(f.be->ops->reset(f.be->dev, VCXL_RESET_CXL), 0, "CXL reset through run_blocking");
 	ok(f.be->ops->reset(f.be->dev, VCXL_RESET_FLR) < 0, "FLR through run_blocking");
 	is(blocking_calls, 2, "both waited through the server's run_blocking");
+	/* pinning a DMA window waits on the kernel too: through run_blocking
+	 * (/dev/null as the container: the MAP_DMA ioctl fails, ENOTTY) */
+	int dummy = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	f.v->container_fd = nul;
+	is(f.be->ops->dma_map(f.be->dev, 0x100000, 0x1000, &dummy, true), -ENOTTY,
+	   "DMA_MAP pinned by the container's ioctl (ENOTTY on /dev/null)");
+	is(blocking_calls, 3, "... through the server's run_blocking, off its loop");
+	is(f.be->ops->dma_map(f.be->dev, ~0ull - 10, 0x1000, &dummy, true), -EINVAL,
+	   "a wrapping IOVA is refused before any pinning");
+	is(blocking_calls, 3, "... without the worker");
+	f.v->container_fd = -1;
+	close(nul);
 	f.be->ops->set_dma(f.be->dev, NULL, NULL);
 	fake_close(&f);
 }
