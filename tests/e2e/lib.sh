@@ -58,12 +58,26 @@ E2E_BOOT_ALL_PIDS=""
 # writes "VERDICT MAX-SILENCE" to STATE (VERDICT: running, silent, stall or timeout) and
 # kills QPID (TERM, then KILL after 10 s) on SILENCE seconds without a new byte, on a
 # kernel stall report (E2E_STALL_RE) or at TIMEOUT
+# e2e_alive PID STARTTIME: PID is still the process that had STARTTIME (field 22 of
+# /proc/PID/stat), not a later one the kernel gave the same number once the guest was reaped
+e2e_alive() {
+	[ "$(e2e_starttime "$1")" = "$2" ]
+}
+e2e_starttime() {
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) } # past "pid (comm) ": comm may hold spaces
+	set -- $st
+	echo "${20}"
+}
+
 e2e_watch() {
 	local qpid=$1 con=$2 silence=$3 tmo=$4 state=$5
-	local start now last size prev=-1 quiet max=0 verdict=running i
+	local start now last size prev=-1 quiet max=0 verdict=running i born
 	start=$(date +%s)
 	last=$start
-	while kill -0 "$qpid" 2>/dev/null; do
+	born=$(e2e_starttime "$qpid") || return 0
+	while e2e_alive "$qpid" "$born"; do
 		sleep 1
 		now=$(date +%s)
 		size=$(stat -c %s "$con" 2>/dev/null || echo 0)
@@ -83,12 +97,12 @@ e2e_watch() {
 		fi
 		echo "$verdict $max" > "$state"
 		[ "$verdict" = running ] && continue
-		kill -TERM "$qpid" 2>/dev/null
+		e2e_alive "$qpid" "$born" && kill -TERM "$qpid" 2>/dev/null
 		for i in 1 2 3 4 5 6 7 8 9 10; do
-			kill -0 "$qpid" 2>/dev/null || return 0
+			e2e_alive "$qpid" "$born" || return 0
 			sleep 1
 		done
-		kill -KILL "$qpid" 2>/dev/null
+		e2e_alive "$qpid" "$born" && kill -KILL "$qpid" 2>/dev/null
 		return 0
 	done
 }
