@@ -9,6 +9,7 @@
 #ifndef VCXL_TESTS_HARNESS_H
 #define VCXL_TESTS_HARNESS_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -59,6 +60,50 @@ static inline void h_sleep_ms(int ms)
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
 	nanosleep(&ts, NULL);
+}
+
+/* The fds a process holds (its /proc/PID/fd entries), -1 if unreadable. */
+static inline int h_pid_fds(pid_t pid)
+{
+	char p[64];
+	DIR *d;
+	int n = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
+	d = opendir(p);
+	if (!d)
+		return -1;
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* A neighbour's service: device 1's (the accelerator model's) 4-byte config
+ * reads back to back for duration_ms; the worst round trip in ms, -1 if a
+ * read failed or read anything but the model's ids. */
+static inline double h_neighbour_worst_ms(struct vcxl_client *b, int duration_ms)
+{
+	struct timespec s, t0, t1;
+	double worst = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	for (;;) {
+		uint32_t v = 0;
+		double d;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (vcxl_client_read32(b, VFIO_PCI_CONFIG_REGION_INDEX, 0, &v) || v != 0x0d948086)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		d = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		if (d > worst)
+			worst = d;
+		if ((t1.tv_sec - s.tv_sec) * 1000 + (t1.tv_nsec - s.tv_nsec) / 1000000 >=
+		    duration_ms)
+			return worst;
+	}
 }
 
 static inline const char *h_server_bin(int argc, char **argv)

@@ -586,29 +586,6 @@ static int start_copy_from(struct vcxl_client *a, uint64_t src)
 	return vcxl_client_send_bytes(a, msg, sizeof(msg), NULL, 0);
 }
 
-/* Device 1's REGION_READ round trips for ms: the worst in ms, -1 if one failed. */
-static double neighbour_worst_ms(struct vcxl_client *b, int ms)
-{
-	struct timespec s, t0, t1;
-	double worst = 0;
-
-	clock_gettime(CLOCK_MONOTONIC, &s);
-	for (;;) {
-		uint32_t v = 0;
-		double d;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (vcxl_client_read32(b, 7, 0, &v) || v != 0x0d948086)
-			return -1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		d = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-		if (d > worst)
-			worst = d;
-		if ((t1.tv_sec - s.tv_sec) * 1000 + (t1.tv_nsec - s.tv_nsec) / 1000000 >= ms)
-			return worst;
-	}
-}
-
 /* The issue's attack: device 0's client maps a window on a file its own
  * FUSE daemon serves and starts a COPY from it; the daemon never answers. */
 static void test_window_fuse(const char *bin)
@@ -640,7 +617,7 @@ static void test_window_fuse(const char *bin)
 	is(vcxl_client_dma_map(a, 0x100000, FUSE_FILE_SIZE, RW, fd, 0, NULL), -ENODEV,
 	   "a window on the FUSE file: ENODEV");
 	is(start_copy_from(a, 0x100000), 0, "device 0: a COPY from it started anyway");
-	w = neighbour_worst_ms(b, 300);
+	w = h_neighbour_worst_ms(b, 300);
 	ok(w >= 0 && w < 200, "device 1 served meanwhile: worst %.1f ms", w);
 	ok(read(f.note, &r, 1) != 1, "the server never read the FUSE file");
 stop:

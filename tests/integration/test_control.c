@@ -361,32 +361,6 @@ static void test_attached(struct harness *h, const char *ctl)
 	vcxl_client_close(c);
 }
 
-/* Device 1's REGION_READ round trips for duration_ms: the worst in ms, -1 if
- * a read failed (as test_server's neighbour tests measure) */
-static double neighbour_worst_ms(struct vcxl_client *b, int duration_ms)
-{
-	double worst = 0;
-	struct timespec s, t0, t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &s);
-	for (;;) {
-		uint32_t v = 0;
-		double ms;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (vcxl_client_read32(b, 7, 0, &v) || v != 0x0d948086)
-			return -1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		ms =
-		    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-		if (ms > worst)
-			worst = ms;
-		if ((t1.tv_sec - s.tv_sec) * 1000 + (t1.tv_nsec - s.tv_nsec) / 1000000 >=
-		    duration_ms)
-			return worst;
-	}
-}
-
 /* The flood: 151 query-status lines per 4 KiB write, as fast as the server
  * takes them; a second process reads every reply (so the flood is never
  * dropped for not reading). Returns both pids. */
@@ -449,11 +423,11 @@ static void test_flood(const char *bin)
 	snprintf(ctl, sizeof(ctl), "%s.ctl", h.sock);
 	h_dev_sock(&h, 1, s1, sizeof(s1));
 	is(vcxl_client_connect(s1, &b), 0, "a client on device 1");
-	w0 = b ? neighbour_worst_ms(b, 300) : -1;
+	w0 = b ? h_neighbour_worst_ms(b, 300) : -1;
 	flood_start(ctl, pids);
 	ok(pids[0] > 0 && pids[1] > 0, "a control client floods query-status, 151 lines a write");
 	h_sleep_ms(100);
-	w = b ? neighbour_worst_ms(b, 1500) : -1;
+	w = b ? h_neighbour_worst_ms(b, 1500) : -1;
 	flood_stop(pids);
 	ok(w >= 0 && w < 500,
 	   "device 1 served during the control flood: worst %.1f ms (%.1f ms before it)", w, w0);

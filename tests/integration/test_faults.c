@@ -54,23 +54,6 @@ static void skip(const char *why)
 
 /* ---- /proc of the server ----------------------------------------------- */
 
-static int pid_fds(pid_t pid)
-{
-	char p[64];
-	DIR *d;
-	int n = 0;
-
-	snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
-	d = opendir(p);
-	if (!d)
-		return -1;
-	for (struct dirent *e; (e = readdir(d));)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
 static long pid_rss_kb(pid_t pid)
 {
 	char p[64], line[256];
@@ -91,11 +74,11 @@ static long pid_rss_kb(pid_t pid)
 /* The fd count settles once the server has handled every disconnect. */
 static int settle_fds(pid_t pid, int want)
 {
-	int n = pid_fds(pid);
+	int n = h_pid_fds(pid);
 
 	for (int t = 0; n != want && t < 3000; t += 10) {
 		h_sleep_ms(10);
-		n = pid_fds(pid);
+		n = h_pid_fds(pid);
 	}
 	return n;
 }
@@ -356,7 +339,7 @@ static void test_cycles(void)
 	for (int i = 0; i < 50; i++) /* warm up allocator arenas */
 		failed += one_cycle(h.sock, i) != 0;
 	fds0 = settle_fds(h.pid, -1);
-	fds0 = pid_fds(h.pid);
+	fds0 = h_pid_fds(h.pid);
 	rss0 = pid_rss_kb(h.pid);
 	for (int i = 0; i < CYCLES; i++)
 		failed += one_cycle(h.sock, i) != 0;
@@ -625,7 +608,7 @@ static void test_bounds(void)
 		return;
 	}
 	is(connect_retry(h.sock, &c), 0, "bounds: client negotiates");
-	fds0 = pid_fds(h.pid);
+	fds0 = h_pid_fds(h.pid);
 	rss0 = pid_rss_kb(h.pid);
 
 	/* huge argsz: answered with what fits, never allocated */

@@ -33,31 +33,14 @@
 #define FD_LIMIT   1024
 #define FLOOD_MSGS 250
 
-static int pid_fds(pid_t pid)
-{
-	char p[64];
-	DIR *d;
-	int n = 0;
-
-	snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
-	d = opendir(p);
-	if (!d)
-		return -1;
-	for (struct dirent *e; (e = readdir(d));)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
 /* The fd count settles once the server handled what it was sent. */
 static int settle_fds(pid_t pid, int want)
 {
-	int n = pid_fds(pid);
+	int n = h_pid_fds(pid);
 
 	for (int t = 0; n != want && t < 5000; t += 10) {
 		h_sleep_ms(10);
-		n = pid_fds(pid);
+		n = h_pid_fds(pid);
 	}
 	return n;
 }
@@ -165,12 +148,12 @@ static void test_queued_fds(struct harness *h, struct vcxl_client *c0, struct vc
 			break;
 		sent++;
 		if (i % 10 == 9) {
-			int n = pid_fds(h->pid);
+			int n = h_pid_fds(h->pid);
 			peak = n > peak ? n : peak;
 		}
 	}
 	h_sleep_ms(300);
-	rc = pid_fds(h->pid);
+	rc = h_pid_fds(h->pid);
 	peak = rc > peak ? rc : peak;
 	is(sent, FLOOD_MSGS, "queued fds: %d requests with %d fds each sent", sent,
 	   VCXL_SRV_MAX_MSG_FDS);
@@ -258,7 +241,7 @@ static void test_stray_fds(struct harness *h, const char *sock)
 	ok(device_served(c), "stray fds: the connection still serves");
 	is(settle_fds(h->pid, base + 1), base + 1,
 	   "stray fds: 8,000 fds sent, server fds %d before, %d after (its client socket)", base,
-	   pid_fds(h->pid) - 1);
+	   h_pid_fds(h->pid) - 1);
 	vcxl_client_close(c);
 	close(efd);
 	is(settle_fds(h->pid, base), base, "stray fds: back to %d once the client left", base);

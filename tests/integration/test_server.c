@@ -504,32 +504,6 @@ static void test_on_disconnect(struct harness *h, int argc, char **argv)
 	h_cleanup(&k);
 }
 
-/* Device 0's client misbehaves while device 1's client measures its REGION_READ
- * round trips: the worst one in ms, or -1 if a read failed. */
-static double neighbour_worst_ms(struct vcxl_client *b, int duration_ms)
-{
-	double worst = 0;
-	struct timespec s, t0, t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &s);
-	for (;;) {
-		uint32_t v = 0;
-		double ms;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (vcxl_client_read32(b, 7, 0, &v) || v != 0x0d948086)
-			return -1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		ms =
-		    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-		if (ms > worst)
-			worst = ms;
-		if ((t1.tv_sec - s.tv_sec) * 1000 + (t1.tv_nsec - s.tv_nsec) / 1000000 >=
-		    duration_ms)
-			return worst;
-	}
-}
-
 /* A job whose DMA_WRITEs (into a window without an fd) device 0's client
  * never answers: the doorbell is sent, nothing is read back. */
 static int stall_dma(struct vcxl_client *a)
@@ -569,7 +543,7 @@ static void test_neighbour(struct harness *h)
 		return;
 	}
 	is(stall_dma(a), 0, "device 0: a job doing DMA its client never answers");
-	w = neighbour_worst_ms(b, 1500);
+	w = h_neighbour_worst_ms(b, 1500);
 	ok(w >= 0 && w < 1000, "device 1 served while device 0's DMA stalls: worst %.1f ms", w);
 	{
 		/* the client that never answers fails its own device's job, at the
@@ -624,7 +598,7 @@ static void test_neighbour(struct harness *h)
 	{
 		/* a flood: 2000 pipelined reads, no reply read */
 		is(send_pipelined_reads(a, 2000, 1), 0, "device 0: 2000 requests, replies unread");
-		w = neighbour_worst_ms(b, 500);
+		w = h_neighbour_worst_ms(b, 500);
 		ok(w >= 0 && w < 1000, "device 1 served during device 0's flood: worst %.1f ms", w);
 	}
 	vcxl_client_close(a);
@@ -640,7 +614,7 @@ static void test_neighbour(struct harness *h)
 		vcxl_client_set_irqs(a, VFIO_PCI_MSIX_IRQ_INDEX,
 				     VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, 1,
 				     NULL, 0, NULL);
-		w = neighbour_worst_ms(b, 300);
+		w = h_neighbour_worst_ms(b, 300);
 		ok(w >= 0 && w < 1000,
 		   "device 1 served while device 0 holds a full eventfd: worst %.1f ms", w);
 		close(efd);
@@ -730,7 +704,7 @@ static void test_slow_job(int argc, char **argv)
 		return;
 	}
 	is(start_fill(a, len), 0, "device 0: doorbell of a 1 GiB FILL sent");
-	w = neighbour_worst_ms(b, 300);
+	w = h_neighbour_worst_ms(b, 300);
 	ok(w >= 0 && w < 200, "device 1 served while device 0 fills 1 GiB: worst %.1f ms", w);
 	is(recv_doorbell(a, 30000), 0, "the doorbell answered");
 	if (vcxl_client_read32(a, 2, ACCEL_REG_STATUS, &st))
@@ -817,7 +791,7 @@ static void test_write_multi(int argc, char **argv)
 	}
 	is(vcxl_client_send_bytes(a, msg, msz, NULL, 0), 0,
 	   "device 0: one WRITE_MULTI of %u doorbells, each a 4 MiB FILL into guest RAM", n);
-	w = neighbour_worst_ms(b, 300);
+	w = h_neighbour_worst_ms(b, 300);
 	ok(w >= 0 && w < 200, "device 1 served during device 0's WRITE_MULTI: worst %.1f ms", w);
 	ok(vcxl_client_recv_reply(a, &rep, 30000) == 0 && rep.hdr.msg_id == 0x7a &&
 	       !(rep.hdr.flags & VFIO_USER_F_ERROR),
@@ -879,7 +853,7 @@ static void test_slow_scrub(int argc, char **argv)
 	   "the tenant reads its last bytes back");
 	is(q, 0x0123456789abcdefull, "they hold its pattern");
 	vcxl_client_close(a); /* gone: the scrub of 1 GiB starts */
-	w = neighbour_worst_ms(b, 400);
+	w = h_neighbour_worst_ms(b, 400);
 	ok(w >= 0 && w < 200, "device 1 served while device 0's 1 GiB is scrubbed: worst %.1f ms",
 	   w);
 	if (!ok(vcxl_client_connect(s0, &a) == 0, "the next tenant connects"))
