@@ -46,13 +46,13 @@ test: deps
 
 # The e2e suites' cached inputs, built before any test runs so that no test's timeout
 # includes a build (on a busy 2-core machine the iommufd kernel took over 40 minutes and
-# e2e-hw timed out inside it): the CXL-aware QEMU (make qemu) and the iommufd guest kernel
-# (tests/e2e/hw/build-kernel.sh). Each prints its progress; a failure only makes the suites
-# that need it SKIP with the reason, as before.
-E2E_HW_CACHE ?= $(or $(VCXL_E2E_HW_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vcxl-e2e-hw)
+# e2e-hw timed out inside it): the CXL-aware QEMU (make qemu) and the one guest kernel,
+# Linux 7.2 (scripts/guest-kernel.sh: e2e-hw's iommufd boot, e2e-type3-7.2, e2e-type2).
+# Each prints its progress on stderr; a failure only makes the suites that need it SKIP
+# with the reason, as before. VCXL_E2E_BUILD_KERNEL=0 builds no kernel.
 e2e-prep:
 	-@./scripts/qemu-build.sh > /dev/null
-	-@tests/e2e/hw/build-kernel.sh "$(E2E_HW_CACHE)" > /dev/null
+	-@[ "$${VCXL_E2E_BUILD_KERNEL:-1}" = 0 ] || ./scripts/guest-kernel.sh > /dev/null
 
 # Install under PREFIX (the build directory is configured for it), into DESTDIR
 # when set: binaries, libvcxl-client + header + pkg-config file, man pages,

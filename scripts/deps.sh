@@ -6,8 +6,9 @@ set -eu
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libjson-c-dev valgrind python3 util-linux"
 # QEMU 10.2 run-time packages for the end-to-end tests (tests/e2e)
 PKGS="$PKGS libfdt1 libslirp0 libglib2.0-0 zlib1g seabios qemu-system-data xz-utils cpio busybox-static pciutils kmod"
-# building the e2e-hw iommufd guest kernel from linux-source-6.12 (tests/e2e/hw/build-kernel.sh)
-PKGS="$PKGS flex bison libelf-dev bc"
+# building the e2e guest kernel from Debian sid's linux-source-7.2 (scripts/guest-kernel.sh:
+# e2e-hw's iommufd boot, e2e-type3-7.2, e2e-type2 and its out-of-tree guest drivers)
+PKGS="$PKGS flex bison libelf-dev libssl-dev bc make gcc xz-utils kmod cpio"
 # building the CXL-aware QEMU (make qemu, scripts/qemu-build.sh, vmm/qemu/)
 PKGS="$PKGS libglib2.0-dev libfdt-dev libslirp-dev zlib1g-dev python3-venv dpkg-dev"
 # install and package tests (tests/install, tests/deb): systemd-analyze, groff for the man
