@@ -22,9 +22,11 @@
  * An access of 1, 2, 4 or 8 bytes is processed dword by dword in ascending
  * address order: merge, then hook, then lock re-evaluation. Hooks are
  * edge-triggered on the bits that changed, so an access gives the same result
- * as its bytes written one at a time in ascending order. Dwords marked
- * VCXL_RF_ACC_DWORD accept only naturally aligned 4- or 8-byte accesses and
- * refuse others with -EINVAL (CXL r3.1 8.2.2: component registers).
+ * as its bytes written one at a time in ascending order. The exception is a
+ * 64-bit register (VCXL_RF_ACC_QWORD): one merge of its 8 bytes, then hooks.
+ *
+ * Access widths are data too, a rule per register (enum vcxl_rf_access); a
+ * refused access changes nothing, returns -EINVAL and counts in `rejected`.
  *
  * Lookup is O(1): per-dword metadata arrays index hooks and lock conditions.
  */
@@ -48,9 +50,26 @@ enum vcxl_rf_attr {
 	VCXL_RF_RSVD,
 };
 
+#define VCXL_RF_DWORD 4u /* bytes of a 32-bit register */
+#define VCXL_RF_QWORD 8u /* bytes of a 64-bit register */
+
+/* CXL r3.1 8.2.2 (component registers): a 32-bit register is one 4-byte quantity, a
+ * 64-bit one one 8-byte quantity, naturally aligned, no partial reads. */
 enum vcxl_rf_access {
+	/* 1, 2, 4 or 8 bytes, any alignment, in ascending order */
 	VCXL_RF_ACC_ANY = 0,
+	/* a 32-bit register: naturally aligned 4 bytes. An aligned 8-byte access over
+	 * two of them (not one quantity for the spec) is taken as the two 4-byte
+	 * accesses in ascending order; 1/2 bytes and unaligned accesses are refused. */
 	VCXL_RF_ACC_DWORD = 1,
+	/* a 64-bit register (8-byte aligned; a rule range is a run of them): an aligned
+	 * 8-byte access is one quantity (the read hooks of both halves, then one
+	 * snapshot; one merge of both halves under the masks in effect before it, then
+	 * the halves' write hooks, then locks). A 4-byte read of either half is
+	 * answered with that half of one such snapshot (Linux reads the first dword of
+	 * every CM capability); a 4-byte write of a half, which would tear the
+	 * register, and every other width are refused. */
+	VCXL_RF_ACC_QWORD = 2,
 };
 
 struct vcxl_regfile;
@@ -109,6 +128,7 @@ int vcxl_rf_define(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint64
 		   enum vcxl_rf_attr attr);
 /* Set the value and the reset value (owner side: ignores attributes). */
 int vcxl_rf_init_val(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint64_t val);
+/* The access rule of [off, off+len): dword aligned, qword aligned for QWORD. */
 int vcxl_rf_access_rule(struct vcxl_regfile *rf, uint32_t off, uint32_t len,
 			enum vcxl_rf_access rule);
 /* Attach a hook to every dword in [off, off+len). Returns 0 or -errno. */

@@ -156,7 +156,10 @@ int vcxl_rf_init_val(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint
 int vcxl_rf_access_rule(struct vcxl_regfile *rf, uint32_t off, uint32_t len,
 			enum vcxl_rf_access rule)
 {
-	if (!rf_range_ok(rf, off, len) || (off & 3) || (len & 3))
+	uint32_t gran = rule == VCXL_RF_ACC_QWORD ? VCXL_RF_QWORD : VCXL_RF_DWORD;
+
+	if (!rf_range_ok(rf, off, len) || (off & (gran - 1)) || (len & (gran - 1)) ||
+	    rule > VCXL_RF_ACC_QWORD)
 		return -EINVAL;
 	for (uint32_t d = off / 4; d < (off + len) / 4; d++)
 		rf->dw_acc[d] = (uint8_t)rule;
@@ -276,23 +279,56 @@ uint8_t vcxl_rf_writable8(const struct vcxl_regfile *rf, uint32_t off)
 	return (uint8_t)(rf->eff[off] | rf->w1c[off]);
 }
 
-/* Access checks: range, width, and the 4/8-byte rule of DWORD dwords. */
-static inline int rf_check(const struct vcxl_regfile *rf, uint32_t off, unsigned len)
+/* Whether a 4-byte access at aligned off needs the slow path: a half of a 64-bit register. */
+static inline bool rf_in_qword(const struct vcxl_regfile *rf, uint32_t off)
+{
+	return rf->dw_acc[off / 4] == VCXL_RF_ACC_QWORD;
+}
+
+/* Access checks: range, width, and each dword's rule (regfile.h, enum vcxl_rf_access). */
+static inline int rf_check(const struct vcxl_regfile *rf, uint32_t off, unsigned len, bool write)
 {
 	if (!(len == 1 || len == 2 || len == 4 || len == 8) || !rf_range_ok(rf, off, len))
 		return -EINVAL;
-	if (len == 4 && !(off & 3)) /* the common case: one aligned dword, any rule allows it */
+	/* the common case: one aligned dword of a 32-bit register, which every rule allows */
+	if (len == 4 && !(off & 3) && !rf_in_qword(rf, off))
 		return 0;
+	bool aligned = !(off & (len - 1));
 	for (uint32_t d = off / 4; d <= (off + len - 1) / 4; d++) {
-		if (rf->dw_acc[d] == VCXL_RF_ACC_DWORD && (len < 4 || (off & (len - 1))))
-			return -EINVAL;
+		switch (rf->dw_acc[d]) {
+		case VCXL_RF_ACC_DWORD:
+			if (len < VCXL_RF_DWORD || !aligned)
+				return -EINVAL;
+			break;
+		case VCXL_RF_ACC_QWORD:
+			/* aligned 8 bytes = the whole register; a 4-byte half: reads only */
+			if (!aligned || !(len == VCXL_RF_QWORD || (len == VCXL_RF_DWORD && !write)))
+				return -EINVAL;
+			break;
+		default:
+			break;
+		}
 	}
 	return 0;
 }
 
+/* The dwords [*first, *last] whose read hooks an access of [off, off+len) runs: its
+ * own, widened to whole 64-bit registers (one snapshot of the register). */
+static inline void rf_hook_span(const struct vcxl_regfile *rf, uint32_t off, unsigned len,
+				uint32_t *first, uint32_t *last)
+{
+	*first = off / 4;
+	*last = (off + len - 1) / 4;
+	if (rf->dw_acc[*first] == VCXL_RF_ACC_QWORD)
+		*first &= ~1u;
+	if (rf->dw_acc[*last] == VCXL_RF_ACC_QWORD)
+		*last |= 1u;
+}
+
 int vcxl_rf_read(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t *val)
 {
-	if (len == 4 && !(off & 3) && off < rf->size) { /* one aligned dword */
+	if (len == 4 && !(off & 3) && off < rf->size && !rf_in_qword(rf, off)) {
+		/* one aligned dword of a 32-bit register */
 		unsigned h = rf->dw_hook[off / 4];
 		if (h && rf->hooks[h - 1].read)
 			rf->hooks[h - 1].read(rf->hooks[h - 1].opaque, rf, off);
@@ -301,12 +337,14 @@ int vcxl_rf_read(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t *
 		*val = le32toh(v32);
 		return 0;
 	}
-	int rc = rf_check(rf, off, len);
+	int rc = rf_check(rf, off, len, false);
 	if (rc) {
 		rf->rejected++;
 		return rc;
 	}
-	for (uint32_t d = off / 4, e = (off + len - 1) / 4; d <= e; d++) {
+	uint32_t first, last;
+	rf_hook_span(rf, off, len, &first, &last);
+	for (uint32_t d = first; d <= last; d++) {
 		unsigned h = rf->dw_hook[d];
 		if (h && rf->hooks[h - 1].read)
 			rf->hooks[h - 1].read(rf->hooks[h - 1].opaque, rf, d * 4);
@@ -359,15 +397,38 @@ static void rf_write_dword(struct vcxl_regfile *rf, uint32_t off, uint32_t val)
 		rf_eval_cond_dword(rf, off / 4);
 }
 
+/* One 64-bit register (rf_check passed: 8 aligned bytes): one merge of both halves
+ * under the masks in effect before the access, then each half's hook, then locks. */
+static void rf_write_qword(struct vcxl_regfile *rf, uint32_t off, uint64_t val)
+{
+	uint32_t old[2] = {vcxl_rf_get32(rf, off), vcxl_rf_get32(rf, off + 4)};
+
+	rf_merge(rf, off, off + VCXL_RF_QWORD, off, val);
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t d = off / 4 + k;
+		unsigned h = rf->dw_hook[d];
+		if (h && rf->hooks[h - 1].write)
+			rf->hooks[h - 1].write(rf->hooks[h - 1].opaque, rf, d * 4, old[k],
+					       vcxl_rf_get32(rf, d * 4));
+	}
+	for (uint32_t d = off / 4; d <= off / 4 + 1; d++)
+		if (rf->dw_cond[d])
+			rf_eval_cond_dword(rf, d);
+}
+
 int vcxl_rf_write(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t val)
 {
-	int rc = rf_check(rf, off, len);
+	int rc = rf_check(rf, off, len, true);
 	if (rc) {
 		rf->rejected++;
 		return rc;
 	}
 	if (len == 4 && !(off & 3)) {
 		rf_write_dword(rf, off, (uint32_t)val);
+		return 0;
+	}
+	if (len == VCXL_RF_QWORD && rf_in_qword(rf, off)) {
+		rf_write_qword(rf, off, val);
 		return 0;
 	}
 	uint32_t end = off + len;
@@ -389,6 +450,9 @@ int vcxl_rf_write(struct vcxl_regfile *rf, uint32_t off, unsigned len, uint64_t 
 /* Widest access at off for a bulk transfer with `left` bytes remaining. */
 static unsigned rf_chunk(const struct vcxl_regfile *rf, uint32_t off, size_t left)
 {
+	if (rf->dw_acc[off / 4] == VCXL_RF_ACC_QWORD)
+		return !(off & (VCXL_RF_QWORD - 1)) && left >= VCXL_RF_QWORD ? VCXL_RF_QWORD
+									     : VCXL_RF_DWORD;
 	if (rf->dw_acc[off / 4] == VCXL_RF_ACC_DWORD)
 		return 4;
 	if (!(off & 3) && left >= 4)
@@ -398,13 +462,13 @@ static unsigned rf_chunk(const struct vcxl_regfile *rf, uint32_t off, size_t lef
 	return 1;
 }
 
-static int rf_check_buf(const struct vcxl_regfile *rf, uint32_t off, size_t len)
+static int rf_check_buf(const struct vcxl_regfile *rf, uint32_t off, size_t len, bool write)
 {
 	if (len == 0 || !rf_range_ok(rf, off, len))
 		return -EINVAL;
 	for (uint32_t p = off; p < off + len;) {
 		unsigned w = rf_chunk(rf, p, off + len - p);
-		if (rf_check(rf, p, w))
+		if (rf_check(rf, p, w, write))
 			return -EINVAL;
 		p += w;
 	}
@@ -413,7 +477,7 @@ static int rf_check_buf(const struct vcxl_regfile *rf, uint32_t off, size_t len)
 
 int vcxl_rf_read_buf(struct vcxl_regfile *rf, uint32_t off, void *buf, size_t len)
 {
-	if (rf_check_buf(rf, off, len)) {
+	if (rf_check_buf(rf, off, len, false)) {
 		rf->rejected++;
 		return -EINVAL;
 	}
@@ -431,7 +495,7 @@ int vcxl_rf_read_buf(struct vcxl_regfile *rf, uint32_t off, void *buf, size_t le
 
 int vcxl_rf_write_buf(struct vcxl_regfile *rf, uint32_t off, const void *buf, size_t len)
 {
-	if (rf_check_buf(rf, off, len)) {
+	if (rf_check_buf(rf, off, len, true)) {
 		rf->rejected++;
 		return -EINVAL;
 	}

@@ -143,6 +143,108 @@ static void test_dword_rule(void)
 	vcxl_rf_fini(&rf);
 }
 
+/* What a hook on a 64-bit register saw: the whole register at each call. */
+struct qlog {
+	int writes, reads;
+	uint64_t seen[4];
+};
+
+static void qw_hook(void *opaque, struct vcxl_regfile *rf, uint32_t off, uint32_t old, uint32_t val)
+{
+	struct qlog *l = opaque;
+	(void)old;
+	(void)val;
+	if (l->writes < 4)
+		l->seen[l->writes] = vcxl_rf_get64(rf, off & ~7u);
+	l->writes++;
+}
+
+static void qr_hook(void *opaque, struct vcxl_regfile *rf, uint32_t off)
+{
+	struct qlog *l = opaque;
+	l->reads++;
+	/* a live field in each half: both halves refresh before any read */
+	vcxl_rf_set32(rf, off, 0x5a000000u + (uint32_t)l->reads);
+}
+
+/* CXL r3.1 8.2.2: a 64-bit register is one 8-byte quantity. */
+static void test_qword_rule(void)
+{
+	struct vcxl_regfile rf;
+	struct qlog log = {0};
+	uint64_t v;
+	vcxl_rf_init(&rf, 0x30);
+	vcxl_rf_define(&rf, 0, 8, ~0ull, VCXL_RF_RW);
+	vcxl_rf_define(&rf, 8, 8, ~0ull, VCXL_RF_RW);
+	ok(vcxl_rf_access_rule(&rf, 0, 8, VCXL_RF_ACC_QWORD) == 0, "64-bit register at 0");
+	ok(vcxl_rf_access_rule(&rf, 8, 8, VCXL_RF_ACC_DWORD) == 0, "two 32-bit registers at 8");
+	ok(vcxl_rf_access_rule(&rf, 0x14, 8, VCXL_RF_ACC_QWORD) == -EINVAL,
+	   "a 64-bit register must be 8-byte aligned");
+	ok(vcxl_rf_access_rule(&rf, 0x18, 4, VCXL_RF_ACC_QWORD) == -EINVAL,
+	   "and 8 bytes long (or a run of them)");
+
+	ok(vcxl_rf_write(&rf, 0, 8, 0x1122334455667788ull) == 0, "8-byte write");
+	vcxl_rf_read(&rf, 0, 8, &v);
+	is(v, 0x1122334455667788ull, "8-byte read returns it");
+	v = 0;
+	ok(vcxl_rf_read(&rf, 0, 4, &v) == 0 && v == 0x55667788, "4-byte read of the low half: it");
+	v = 0;
+	ok(vcxl_rf_read(&rf, 4, 4, &v) == 0 && v == 0x11223344, "4-byte read of the high half: it");
+	uint64_t before = rf.rejected;
+	ok(vcxl_rf_write(&rf, 0, 4, 0) == -EINVAL, "4-byte write of the low half refused");
+	ok(vcxl_rf_write(&rf, 4, 4, 0) == -EINVAL, "4-byte write of the high half refused");
+	ok(vcxl_rf_write(&rf, 2, 2, 0) == -EINVAL, "2-byte write refused");
+	ok(vcxl_rf_read(&rf, 7, 1, &v) == -EINVAL, "1-byte read refused");
+	ok(vcxl_rf_read(&rf, 4, 8, &v) == -EINVAL, "8 bytes across the register's edge refused");
+	ok(vcxl_rf_write(&rf, 4, 8, 0) == -EINVAL, "so is such a write");
+	is(rf.rejected - before, 6, "every refusal counted");
+	vcxl_rf_read(&rf, 0, 8, &v);
+	is(v, 0x1122334455667788ull, "refused writes changed nothing");
+
+	/* one merge: a lock the new low half sets does not stop its own high half */
+	struct vcxl_rf_lock_field fq[] = {{4, ~0u}}, fd[] = {{0xc, ~0u}};
+	int gq = vcxl_rf_lock_group(&rf, 0, 1, fq, 1);
+	int gd = vcxl_rf_lock_group(&rf, 8, 1, fd, 1);
+	vcxl_rf_write(&rf, 0, 8, 0xcafef00d00000000ull);
+	vcxl_rf_write(&rf, 8, 8, 0xcafef00d00000000ull);
+	vcxl_rf_write(&rf, 0, 8, 0xdeadbeef00000001ull);
+	vcxl_rf_write(&rf, 8, 8, 0xdeadbeef00000001ull);
+	ok(vcxl_rf_group_locked(&rf, gq) && vcxl_rf_group_locked(&rf, gd), "both locked now");
+	is(vcxl_rf_get64(&rf, 0), 0xdeadbeef00000001ull,
+	   "64-bit register: both halves merged under the masks before the access");
+	is(vcxl_rf_get64(&rf, 8), 0xcafef00d00000001ull,
+	   "two 32-bit registers: the second was locked by the first (ascending order)");
+	vcxl_rf_fini(&rf);
+
+	/* hooks: write hooks after the whole merge, read hooks for the whole register */
+	vcxl_rf_init(&rf, 0x10);
+	vcxl_rf_define(&rf, 0, 8, ~0ull, VCXL_RF_RW);
+	vcxl_rf_access_rule(&rf, 0, 0x10, VCXL_RF_ACC_QWORD);
+	vcxl_rf_hook(&rf, 0, 8, NULL, qw_hook, &log);
+	vcxl_rf_write(&rf, 0, 8, 0x0123456789abcdefull);
+	is(log.writes, 2, "write hook per dword of the register");
+	is(log.seen[0], 0x0123456789abcdefull, "the low half's hook sees the new high half");
+	vcxl_rf_fini(&rf);
+	vcxl_rf_init(&rf, 0x10);
+	vcxl_rf_access_rule(&rf, 0, 0x10, VCXL_RF_ACC_QWORD);
+	vcxl_rf_hook(&rf, 0, 8, qr_hook, NULL, &log);
+	log.reads = 0;
+	vcxl_rf_read(&rf, 4, 4, &v);
+	is(log.reads, 2, "a read of one half refreshes both halves");
+	is(v, 0x5a000002, "and returns the half of that one snapshot");
+	vcxl_rf_read(&rf, 0, 8, &v);
+	is(v, 0x5a0000045a000003ull, "8-byte read: one refresh, one snapshot");
+
+	/* bulk access: whole 8-byte quantities */
+	uint8_t buf[16] = {0};
+	memset(buf, 0xa5, sizeof(buf));
+	ok(vcxl_rf_write_buf(&rf, 0, buf, 16) == 0, "bulk write over two 64-bit registers");
+	ok(vcxl_rf_read_buf(&rf, 0, buf, 16) == 0, "bulk read over them");
+	ok(vcxl_rf_read_buf(&rf, 4, buf, 8) == 0, "bulk read of halves (reads allowed)");
+	ok(vcxl_rf_write_buf(&rf, 4, buf, 8) == -EINVAL, "bulk write of halves refused");
+	vcxl_rf_fini(&rf);
+}
+
 /* Random layout; any access == the same bytes written one at a time. */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
@@ -200,6 +302,7 @@ int main(void)
 	test_attrs();
 	test_hooks_and_locks();
 	test_dword_rule();
+	test_qword_rule();
 	test_split_equivalence();
 	return done();
 }
