@@ -212,6 +212,10 @@
 /* ---------------------------------------------------------------------- */
 /* Component register block, CXL r3.1 8.2.3                               */
 /* ---------------------------------------------------------------------- */
+/* CXL r3.1 8.2.2: a 32-bit register is accessed as one 4-byte quantity, a
+ * 64-bit one as one 8-byte quantity, naturally aligned, no partial reads */
+#define CXL_COMP_REG32_BYTES	    4
+#define CXL_COMP_REG64_BYTES	    8
 #define CXL_COMPONENT_BLOCK_SIZE    0x10000
 #define CXL_COMPONENT_IO_OFFSET	    0x0000
 #define CXL_CM_OFFSET		    0x1000
@@ -251,8 +255,15 @@
 #define CXL_RAS_CORR_MASK_ALL	VCXL_GENMASK(6, 0)  /* [spec] defined bits */
 #define CXL_RAS_CAP_CTRL_FE_PTR VCXL_GENMASK(5, 0)
 
-/* Link capability, CXL r3.1 8.2.4.19 */
-#define CXL_LINK_CAP_SIZE 0x50
+/* Link capability, CXL r3.1 8.2.4.19: its registers are 64-bit (8.2.4.19.1-7) [spec] */
+#define CXL_LINK_CAP_SIZE	      0x50
+#define CXL_LINK_LL_CAP		      0x00 /* Link Layer Capability */
+#define CXL_LINK_CTRL_STATUS	      0x08 /* Link Control and Status */
+#define CXL_LINK_RX_CREDIT_CTRL	      0x10 /* Link Rx Credit Control */
+#define CXL_LINK_RX_CREDIT_RET_STATUS 0x18 /* Link Rx Credit Return Status */
+#define CXL_LINK_TX_CREDIT_STATUS     0x20 /* Link Tx Credit Status */
+#define CXL_LINK_ACK_TIMER_CTRL	      0x28 /* Link Ack Timer Control */
+#define CXL_LINK_DEFEATURE	      0x30 /* Link Defeature */
 
 /* HDM decoder capability, CXL r3.1 8.2.4.20 */
 #define CXL_HDM_CAP		  0x00

@@ -385,6 +385,25 @@ static int ras_layout(struct vcxl_regfile *rf, uint32_t off)
 	return rc;
 }
 
+/* CXL r3.1 8.2.4.19.1-7: the Link capability's registers are 64-bit [spec] */
+static const uint32_t link_regs64[] = {
+    CXL_LINK_LL_CAP,	       CXL_LINK_CTRL_STATUS,
+    CXL_LINK_RX_CREDIT_CTRL,   CXL_LINK_RX_CREDIT_RET_STATUS,
+    CXL_LINK_TX_CREDIT_STATUS, CXL_LINK_ACK_TIMER_CTRL,
+    CXL_LINK_DEFEATURE,
+};
+
+/* The Link capability is reported with its registers reading 0 [spec: contents];
+ * CXL r3.1 8.2.2: each is one 8-byte quantity (regfile.h VCXL_RF_ACC_QWORD). */
+static int link_layout(struct vcxl_regfile *rf, uint32_t off)
+{
+	int rc = 0;
+	for (unsigned i = 0; i < sizeof(link_regs64) / sizeof(link_regs64[0]) && !rc; i++)
+		rc = vcxl_rf_access_rule(rf, off + link_regs64[i], CXL_COMP_REG64_BYTES,
+					 VCXL_RF_ACC_QWORD);
+	return rc;
+}
+
 static uint32_t cm_cap_element(uint16_t id, uint8_t version, uint32_t ptr)
 {
 	return (uint32_t)(VCXL_FIELD_PREP(CXL_CM_CAP_HDR_ID, id) |
@@ -411,6 +430,8 @@ int vcxl_comp_layout(struct vcxl_comp *c, struct vcxl_regfile *rf, uint32_t cm_o
 		p += CXL_RAS_CAP_SIZE;
 	}
 	if (cfg->link) {
+		/* its 64-bit registers are naturally aligned (a no-op after RAS's 0x58) */
+		p = (p + CXL_COMP_REG64_BYTES - 1) & ~(CXL_COMP_REG64_BYTES - 1);
 		c->link_off = cm_off + p;
 		elem[n++] = cm_cap_element(CXL_CM_CAP_ID_LINK, CXL_LINK_CAP_VERSION, p);
 		p += CXL_LINK_CAP_SIZE;
@@ -430,11 +451,12 @@ int vcxl_comp_layout(struct vcxl_comp *c, struct vcxl_regfile *rf, uint32_t cm_o
 		rc = vcxl_rf_init_val(rf, cm_off + 4 * (k + 1), 4, elem[k]);
 	if (!rc && cfg->ras)
 		rc = ras_layout(rf, c->ras_off);
-	/* The Link capability is reported with its registers reading 0 [spec: contents] */
 	rc = rc ?: hdm_layout(&c->hdm, rf, cm_off + p, cfg, ops, opaque);
-	/* CXL r3.1 8.2.2: CM registers are accessed as 4 or 8 bytes only */
+	/* CXL r3.1 8.2.2: CM registers are 32-bit (4-byte quantities) but Link's 64-bit ones */
 	uint32_t cm_len = rf->size - cm_off < CXL_CM_SIZE ? rf->size - cm_off : CXL_CM_SIZE;
 	rc = rc ?: vcxl_rf_access_rule(rf, cm_off, cm_len & ~3u, VCXL_RF_ACC_DWORD);
+	if (!rc && cfg->link)
+		rc = link_layout(rf, c->link_off);
 	return rc;
 }
 

@@ -141,6 +141,16 @@ int vcomp_access(struct vcxl_vdev *v, bool write, uint32_t off, unsigned len, ui
 	return vcxl_rf_read(&v->vcomp, off, len, val);
 }
 
+/* Region 10 (COMP_REGS), off and len dword multiples: split as the register file's
+ * rules allow (a 64-bit register as one 8-byte quantity, CXL r3.1 8.2.2), checked
+ * whole first so that a refused access changes nothing. */
+int vcomp_access_buf(struct vcxl_vdev *v, bool write, uint32_t off, void *buf, size_t len)
+{
+	if (write)
+		return vcxl_rf_write_buf(&v->vcomp, off, buf, len);
+	return vcxl_rf_read_buf(&v->vcomp, off, buf, len);
+}
+
 /* full: everything as at open (VFIO reset, client gone), a firmware-committed
  * region's decoder preset again; else a CXL reset, which
  * clears the decoders but keeps the sticky RAS state [spec]. */

@@ -366,29 +366,15 @@ static int cxl_region_rw(struct vcxl_vdev *v, bool write, uint64_t off, void *bu
 }
 
 /* The COMP_REGS region: offset = offset in the component block, the same
- * register file as the block inside the BAR. Dword-aligned dwords only (an
- * aligned qword is one 8-byte access, CXL r3.1 8.2.2); else -EINVAL. */
+ * register file as the block inside the BAR. Dword-aligned dwords only, a
+ * 64-bit register as one aligned qword (CXL r3.1 8.2.2); else -EINVAL and
+ * nothing changed. */
 static int comp_region_rw(struct vcxl_vdev *v, bool write, uint64_t off, uint8_t *buf, size_t len)
 {
-	unsigned w = len == sizeof(uint64_t) && off % sizeof(uint64_t) == 0 ? sizeof(uint64_t)
-									    : sizeof(uint32_t);
-
 	if (len == 0 || off % sizeof(uint32_t) || len % sizeof(uint32_t) ||
 	    off >= CXL_COMPONENT_BLOCK_SIZE || len > CXL_COMPONENT_BLOCK_SIZE - off)
 		return -EINVAL;
-	for (size_t i = 0; i < len; i += w) {
-		uint64_t val = 0;
-		int rc;
-
-		if (write)
-			memcpy(&val, buf + i, w);
-		rc = vcomp_access(v, write, (uint32_t)(off + i), w, &val);
-		if (rc)
-			return rc;
-		if (!write)
-			memcpy(buf + i, &val, w);
-	}
-	return 0;
+	return vcomp_access_buf(v, write, (uint32_t)off, buf, len);
 }
 
 static int region_rw(struct vcxl_vdev *v, uint32_t index, bool write, uint64_t off, void *buf,

@@ -175,6 +175,7 @@ int vdev_reset_apply(struct vcxl_vdev *v, enum vdev_reset kind);
 int vcomp_build(struct vcxl_vdev *v, char *err, size_t errlen);
 void vcomp_fini(struct vcxl_vdev *v);
 int vcomp_access(struct vcxl_vdev *v, bool write, uint32_t off, unsigned len, uint64_t *val);
+int vcomp_access_buf(struct vcxl_vdev *v, bool write, uint32_t off, void *buf, size_t len);
 void vcomp_reset(struct vcxl_vdev *v, bool full);
 
 /* vbar.c */

@@ -254,10 +254,123 @@ static void test_isolated(void)
 	env_fini(&e);
 }
 
+/* The guest's offset (in BAR0) of capability id, by the array walk Linux does; 0 if none. */
+static uint64_t cap_find(struct env *e, unsigned id)
+{
+	uint64_t cm = e->comp + CXL_CM_OFFSET;
+	uint32_t hdr = (uint32_t)g_rd(e->v, 0, cm, 4, NULL);
+	for (unsigned k = 1; k <= VCXL_FIELD_GET(CXL_CM_CAP_HDR_ARRAY_SIZE, hdr); k++) {
+		uint32_t el = (uint32_t)g_rd(e->v, 0, cm + 4 * k, 4, NULL);
+		if (VCXL_FIELD_GET(CXL_CM_CAP_HDR_ID, el) == id)
+			return cm + VCXL_FIELD_GET(CXL_CM_CAP_PTR, el);
+	}
+	return 0;
+}
+
+/* CXL r3.1 8.2.4.19: the Link capability's 64-bit registers */
+static const uint32_t link_regs64[] = {
+    CXL_LINK_LL_CAP,	       CXL_LINK_CTRL_STATUS,
+    CXL_LINK_RX_CREDIT_CTRL,   CXL_LINK_RX_CREDIT_RET_STATUS,
+    CXL_LINK_TX_CREDIT_STATUS, CXL_LINK_ACK_TIMER_CTRL,
+    CXL_LINK_DEFEATURE,
+};
+#define N_LINK_REGS64 (sizeof(link_regs64) / sizeof(link_regs64[0]))
+
+/*
+ * CXL r3.1 8.2.2: a 32-bit component register is one 4-byte quantity, a 64-bit one
+ * one 8-byte quantity. The guest's block (BAR and region 10) and the model's own
+ * block: every access width on each kind of register.
+ */
+static void test_access_widths(void)
+{
+	struct vcxl_model_cfg mc = {.mem_size = G};
+	struct env e;
+	int rc;
+
+	if (!ok(env_init(&e, &mc, 0) == 0, "vdev"))
+		return;
+	const struct vcxl_cxl_dev *d = vcxl_vdev_host_dev(e.v);
+	uint64_t link = cap_find(&e, CXL_CM_CAP_ID_LINK);
+	if (!ok(link && d->link_off, "the guest sees a Link capability (the model has one)")) {
+		env_fini(&e);
+		return;
+	}
+	is(link % CXL_COMP_REG64_BYTES, 0, "Link capability 8-byte aligned");
+
+	/* Linux 7.2 cxl_probe_component_regs reads the first dword of every
+	 * capability with readl, Link's (a 64-bit register) included */
+	uint64_t cm = e.comp + CXL_CM_OFFSET;
+	uint32_t hdr = (uint32_t)g_rd(e.v, 0, cm, 4, NULL);
+	unsigned bad = 0;
+	for (unsigned k = 1; k <= VCXL_FIELD_GET(CXL_CM_CAP_HDR_ARRAY_SIZE, hdr); k++) {
+		uint32_t el = (uint32_t)g_rd(e.v, 0, cm + 4 * k, 4, NULL);
+		g_rd(e.v, 0, cm + VCXL_FIELD_GET(CXL_CM_CAP_PTR, el), 4, &rc);
+		bad += rc != 0;
+	}
+	is(bad, 0, "Linux's 4-byte read of each capability's first dword is answered");
+
+	unsigned n8r = 0, n8w = 0, n4r = 0, n4w = 0, nsmall = 0;
+	for (unsigned i = 0; i < N_LINK_REGS64; i++) {
+		uint64_t r = link + link_regs64[i];
+		uint64_t x = g_rd(e.v, 0, r, 8, &rc);
+		n8r += rc == 0 && x == 0;
+		n8w += g_wr(e.v, 0, r, 8, ~0ull) == 0 && g_rd(e.v, 0, r, 8, NULL) == 0;
+		x = g_rd(e.v, 0, r, 4, &rc) | g_rd(e.v, 0, r + 4, 4, &rc);
+		n4r += rc == 0 && x == 0;
+		n4w += g_wr(e.v, 0, r, 4, ~0ull) == -EINVAL &&
+		       g_wr(e.v, 0, r + 4, 4, ~0ull) == -EINVAL;
+		g_rd(e.v, 0, r, 2, &rc);
+		nsmall += rc == -EINVAL && g_wr(e.v, 0, r + 7, 1, 0) == -EINVAL;
+	}
+	is(n8r, N_LINK_REGS64, "Link: every 64-bit register reads as one 8-byte quantity (0)");
+	is(n8w, N_LINK_REGS64, "Link: an 8-byte write is taken (read-only: stays 0)");
+	is(n4r, N_LINK_REGS64, "Link: a 4-byte read of either half returns that half");
+	is(n4w, N_LINK_REGS64, "Link: a 4-byte write of either half is refused");
+	is(nsmall, N_LINK_REGS64, "Link: 1/2-byte accesses refused");
+	g_rd(e.v, 0, link + 4, 8, &rc);
+	is(rc, (uint64_t)-EINVAL, "Link: 8 bytes straddling two 64-bit registers refused");
+
+	/* region 10 (COMP_REGS): the same register file */
+	uint64_t lrel = link - e.comp;
+	uint8_t buf[4 * CXL_COMP_REG64_BYTES];
+	memset(buf, 0xff, sizeof(buf));
+	is(vcxl_vdev_ops.region_write(e.v, VCXL_VDEV_COMP_REGION, lrel, buf, 4), -EINVAL,
+	   "region 10: a 4-byte write into a 64-bit register refused");
+	is(vcxl_vdev_ops.region_write(e.v, VCXL_VDEV_COMP_REGION, lrel, buf, sizeof(buf)), 0,
+	   "region 10: a multi-dword write over 64-bit registers goes as 8-byte quantities");
+	is(vcxl_vdev_ops.region_read(e.v, VCXL_VDEV_COMP_REGION, lrel, buf, sizeof(buf)), 0,
+	   "region 10: and so does a read");
+	is(vcxl_vdev_ops.region_write(e.v, VCXL_VDEV_COMP_REGION, lrel - 4, buf, 8), -EINVAL,
+	   "region 10: 8 bytes into the low half of Link's first register refused");
+
+	/* HDM: 32-bit registers. An aligned 8-byte access over a Low/High pair is the
+	 * two 4-byte accesses in ascending order (what Linux's lo_hi helpers do). */
+	hw(&e, CXL_HDM_GLOBAL_CTRL, CXL_HDM_GCTRL_ENABLE);
+	is(g_wr(e.v, 0, e.hdm + CXL_HDM_DEC_BASE_LO(0), 8, 0x0000001230000000ull), 0,
+	   "HDM: 8-byte write over Base Low+High taken");
+	is(hr(&e, CXL_HDM_DEC_BASE_LO(0)), 0x30000000, "HDM: Base Low from the low dword");
+	is(hr(&e, CXL_HDM_DEC_BASE_HI(0)), 0x12, "HDM: Base High from the high dword");
+	is(g_rd(e.v, 0, e.hdm + CXL_HDM_DEC_BASE_LO(0), 8, NULL), 0x0000001230000000ull,
+	   "HDM: 8-byte read over the pair");
+	g_rd(e.v, 0, e.hdm + CXL_HDM_DEC_BASE_LO(0) + 2, 4, &rc);
+	is(rc, (uint64_t)-EINVAL, "HDM: an unaligned 4-byte access refused");
+
+	/* the model's own block follows the same rules */
+	uint64_t ml = e.comp + d->link_off, x = 0;
+	is(e.raw->ops->bar_write(e.raw->dev, 0, ml, 4, ~0ull), -EINVAL,
+	   "model: a 4-byte write into a 64-bit Link register refused");
+	ok(e.raw->ops->bar_read(e.raw->dev, 0, ml + 4, 4, &x) == 0 && x == 0,
+	   "model: a 4-byte read of its high half answered");
+	ok(e.raw->ops->bar_read(e.raw->dev, 0, ml, 8, &x) == 0 && x == 0,
+	   "model: an 8-byte read answered");
+	env_fini(&e);
+}
+
 int main(void)
 {
 	test_layout();
 	test_commit_policy();
 	test_isolated();
+	test_access_widths();
 	return done();
 }
