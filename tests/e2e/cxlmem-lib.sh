@@ -26,6 +26,7 @@
 #                               returns QEMU's exit status
 #   cxlmem_hostcheck_ctl CONSOLE CTL  every HOSTCHECK line checked through the server's control
 #                               socket (read-memory): one "ok|FAIL <detail>" line each
+#                               (qword i at dpa= is pattern= + step= * i; step defaults to 1)
 #   cxlmem_stop                 QEMU and the server stopped (by pid), temp dir removed
 #
 # Inputs: CXLMEM_BUILD (meson build dir), CXLMEM_LOGDIR, CXLMEM_QEMU (from cxlmem_qemu).
@@ -329,9 +330,10 @@ def read(dev, off, ln):
 for line in sys.stdin:
     kv = dict(re.findall(r"(\w+)=(\S+)", line))
     dev, dpa, ln, pat = int(kv.get("dev", "0")), int(kv["dpa"], 0), int(kv["len"], 0), int(kv["pattern"], 0)
+    step = int(kv.get("step", "1"))  # qword i holds pattern + step * i
     data = read(dev, dpa, ln)
     q = [struct.unpack_from("<Q", data, 8 * i)[0] for i in range(len(data) // 8)]
-    hit = sum(1 for i, v in enumerate(q) if v == (pat + i) & (2**64 - 1))
+    hit = sum(1 for i, v in enumerate(q) if v == (pat + step * i) & (2**64 - 1))
     want = kv["expect"]
     good = hit == ln // 8 if want == "present" else hit == 0
     print("%s device %d memory at region offset %#x (control socket read-memory): pattern %#x %s (%d of %d qwords)" % (

@@ -1,0 +1,207 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-e2e-type2.sh BUILDDIR - e2e-type2: a stock Linux 7.2 guest's own Type-2 stack drives
+# vcxl's accelerator model.
+#
+# Host: `vcxl-server --firmware-committed --mem-size 512M` (device memory a sealed memfd: no
+# --backing, no --trust-client) and the CXL-aware QEMU (vmm/qemu/: at machine start it
+# commits and locks the device's decoder 0 and its host bridge's decoder as the VM's
+# firmware) with q35,cxl=on, a pxb-cxl host bridge (hdm_for_passthrough=on: the host bridge
+# has HDM decoders although it has one root port), one cxl-rp, a 4 GiB CXL fixed memory
+# window and the device as vfio-user-pci on that root port.
+# Guest: Linux 7.2 of scripts/guest-kernel.sh (CXL core, cxl_acpi, cxl_port, cxl_mem,
+# regions built in), busybox, guest-drivers/vcxl_accel built out of tree against that
+# kernel's object tree, and /init = init-type2.sh with tests/e2e/guest/type2-guest.c. The
+# guest checks (STEP lines): the module loads and binds; /sys/bus/cxl/devices shows the
+# memdev, the endpoint and the committed region; FILL and COPY jobs through the driver,
+# stores and loads through the region's mapping that meet the jobs' data, one MSI-X
+# interrupt per job; an FLR while a job runs, an unbind (region gone, decoder 0 still
+# committed and locked at its base) and a rebind, each leaving everything working.
+# Here: the region the guest found is the one QEMU committed (its trace line) and of the
+# server's size; the bytes the guest wrote are in device memory (control socket
+# read-memory); no protocol error in the server's log; nothing left running.
+# Skips visibly (TAP "1..0 # SKIP") when the guest kernel or the CXL-aware QEMU cannot be
+# had (scripts/guest-kernel.sh, cxlmem-lib.sh: VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU=0).
+# Logs: BUILDDIR/e2e-type2/.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
+CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-type2"
+LOG=$CXLMEM_LOGDIR
+MEM_SIZE=512M
+mkdir -p "$LOG"
+# shellcheck source=tests/e2e/cxlmem-lib.sh
+. "$HERE/cxlmem-lib.sh"
+# shellcheck source=tests/e2e/initramfs.sh
+. "$HERE/initramfs.sh"
+
+n=0
+nfail=0
+tap() { # tap OK|FAIL|SKIP DESCRIPTION [REASON]
+	n=$((n + 1))
+	case "$1" in
+	OK) echo "ok $n - $2" ;;
+	SKIP) echo "ok $n - $2 # SKIP ${3:-}" ;;
+	*) echo "not ok $n - $2"; nfail=$((nfail + 1)) ;;
+	esac
+}
+diag() { sed 's/^/# /'; }
+skip_all() {
+	echo "SKIP e2e-type2: $1" >&2
+	echo "# SKIP e2e-type2: $1"
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+trap cxlmem_stop EXIT
+trap 'cxlmem_stop; exit 130' INT TERM
+
+SERVER=$CXLMEM_BUILD/src/tools/vcxl-server
+[ -x "$SERVER" ] || { echo "Bail out! $SERVER is not built"; exit 1; }
+
+# ---- inputs: the 7.2 kernel, the CXL-aware QEMU, the driver, the initramfs ----
+KDIR=$("$ROOT/scripts/guest-kernel.sh" 2> "$LOG/guest-kernel.err") ||
+	skip_all "no Linux 7.2 guest kernel: $(tail -1 "$LOG/guest-kernel.err")"
+echo "# guest kernel: $KDIR ($(cat "$KDIR/version"))"
+cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
+echo "# CXL-aware QEMU: $CXLMEM_QEMU"
+
+rm -rf "$LOG/vcxl_accel"
+cp -r "$ROOT/guest-drivers/vcxl_accel" "$LOG/vcxl_accel"
+if make -C "$KDIR/build" M="$LOG/vcxl_accel" W=1 modules > "$LOG/module-build.log" 2>&1 &&
+	[ -s "$LOG/vcxl_accel/vcxl_accel.ko" ] && ! grep -q -i 'warning' "$LOG/module-build.log"; then
+	tap OK "guest-drivers/vcxl_accel builds out of tree against $(cat "$KDIR/version") (W=1, no warning)"
+else
+	tap FAIL "guest-drivers/vcxl_accel builds out of tree against $(cat "$KDIR/version") (W=1, no warning)"
+	diag < "$LOG/module-build.log"
+	echo "1..$n"
+	exit 1
+fi
+
+IRD="$LOG/initramfs.staging"
+rm -rf "$IRD"
+ird_busybox "$IRD"
+${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -I"$ROOT/guest-drivers/vcxl_accel" \
+	-o "$IRD/bin/type2-guest" "$HERE/guest/type2-guest.c" || { echo "Bail out! type2-guest"; exit 1; }
+install -m 0755 "$HERE/init-type2.sh" "$IRD/init"
+install -m 0644 "$LOG/vcxl_accel/vcxl_accel.ko" "$IRD/lib/vcxl_accel.ko"
+ird_pack "$IRD" "$LOG/initramfs.cpio.gz"
+rm -rf "$IRD"
+
+# ---- the server and the guest ----
+CXLMEM_TMP=$(mktemp -d /tmp/vcxl-type2.XXXXXX)
+SOCK=$CXLMEM_TMP/t2.sock
+# --on-disconnect keep: the host reads what the guest left (the default zeroes it)
+"$SERVER" --socket "$SOCK" --mem-size "$MEM_SIZE" --firmware-committed --on-disconnect keep \
+	--log-level debug \
+	> "$LOG/server.log" 2>&1 &
+CXLMEM_SPID=$!
+if cxlmem_wait_socket "$SOCK" "$CXLMEM_SPID"; then
+	tap OK "vcxl-server (accelerator model, $MEM_SIZE in a sealed memfd, firmware-committed) listens"
+else
+	tap FAIL "vcxl-server (accelerator model, $MEM_SIZE in a sealed memfd, firmware-committed) listens"
+	diag < "$LOG/server.log"
+	echo "1..$n"
+	exit 1
+fi
+
+dev="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$SOCK\"}"
+dev="$dev,\"id\":\"vcxl0\",\"bus\":\"rp0\",\"x-cxl\":true}"
+# shellcheck disable=SC2054 # commas inside QEMU option values
+args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
+	-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
+	-m "$CXLMEM_GUEST_RAM" -nographic -serial stdio -monitor none -no-reboot -nic none
+	-machine q35,cxl=on,memory-backend=ram0
+	-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,hdm_for_passthrough=on
+	-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+	-device "$dev"
+	-M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
+	-trace "vfio_cxl_firmware_commit*"
+	-kernel "$KDIR/bzImage" -initrd "$LOG/initramfs.cpio.gz"
+	-append "$E2E_KERNEL_ARGS")
+printf '%q ' "$CXLMEM_QEMU" "${args[@]}" > "$LOG/qemu-cmd.log"
+echo >> "$LOG/qemu-cmd.log"
+con=$LOG/console.log
+ts=$(date +%s)
+e2e_boot type2 "$con" "$CXLMEM_QEMU" "${args[@]}"
+rc=$?
+if [ $rc -eq 0 ]; then
+	tap OK "QEMU ran the guest and exited cleanly ($(($(date +%s) - ts)) s)"
+else
+	tap FAIL "QEMU ran the guest and exited cleanly (rc=$rc after $(($(date +%s) - ts)) s)"
+	grep -a -i -E 'qemu-system|error|warning|assert|abort' "$con" | head -20 | diag
+fi
+if grep -a -q '=== VCXL GUEST DONE ===' "$con"; then
+	tap OK "guest init completed"
+else
+	tap FAIL "guest init completed"
+	tail -40 "$con" | diag
+fi
+
+# ---- the guest's STEP lines ----
+nsteps=0
+while IFS= read -r line; do
+	line=${line%$'\r'}
+	sname=${line#STEP }
+	sname=${sname%%:*}
+	sres=${line#*: }
+	sdetail=${sres#* }
+	sres=${sres%% *}
+	nsteps=$((nsteps + 1))
+	case "$sres" in
+	ok) tap OK "guest $sname: $sdetail" ;;
+	*) tap FAIL "guest $sname: $sdetail" ;;
+	esac
+done < <(grep -a '^STEP ' "$con")
+want_steps=20
+if [ "$nsteps" -ge "$want_steps" ]; then
+	tap OK "the guest reported all its checks ($nsteps STEP lines)"
+else
+	tap FAIL "the guest reported all its checks ($nsteps STEP lines, want $want_steps)"
+	tail -30 "$con" | diag
+fi
+
+# ---- the region is the one QEMU committed as firmware, of the server's size ----
+fw=$(grep -a -o 'decoder 0 committed at 0x[0-9a-f]* size 0x[0-9a-f]*' "$con" | head -1)
+hb=$(grep -a -o 'host bridge decoder [0-9]* committed at 0x[0-9a-f]* size 0x[0-9a-f]* target port [0-9]*' "$con" | head -1)
+reg=$(grep -a -o 'STEP sysfs: ok [^ ]*, [^ ]*, region[0-9]* at 0x[0-9a-f]* size 0x[0-9a-f]*' "$con" | head -1)
+fwbase=$(echo "$fw" | awk '{print $5}')
+fwsize=$(echo "$fw" | awk '{print $7}')
+rbase=$(echo "$reg" | awk '{print $8}')
+rsize=$(echo "$reg" | awk '{print $10}')
+if [ -n "$fwbase" ] && [ "$((fwbase))" = "$((${rbase:-0}))" ] && [ "$((fwsize))" = "$((${rsize:-0}))" ] &&
+	[ "$((fwsize))" = "$((512 << 20))" ]; then
+	tap OK "the guest's region is the one QEMU committed as firmware ($fw; $hb) and of the server's size ($MEM_SIZE)"
+else
+	tap FAIL "the guest's region is the one QEMU committed as firmware (QEMU: '$fw'; guest: '$reg')"
+fi
+
+# ---- on the host: the guest's bytes in device memory ----
+hc=$(cxlmem_hostcheck_ctl "$con" "$SOCK.ctl" 2>&1)
+if [ -n "$hc" ]; then
+	while IFS= read -r l; do
+		case "$l" in
+		ok*) tap OK "host: ${l#ok }" ;;
+		*) tap FAIL "host: ${l#FAIL }" ;;
+		esac
+	done <<< "$hc"
+else
+	tap FAIL "host: no HOSTCHECK lines from the guest"
+fi
+
+if grep -a -q -i -E 'protocol error|bad request|malformed' "$LOG/server.log"; then
+	tap FAIL "no protocol error in the server's log"
+	grep -a -i -E 'protocol error|bad request|malformed' "$LOG/server.log" | head -5 | diag
+else
+	tap OK "no protocol error in the server's log"
+fi
+cxlmem_stop
+left=""
+for p in $E2E_BOOT_ALL_PIDS; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+if [ -z "$left" ]; then
+	tap OK "nothing left running (QEMU, server, watchdogs)"
+else
+	tap FAIL "nothing left running: still$left"
+fi
+echo "1..$n"
+[ $nfail -eq 0 ]
