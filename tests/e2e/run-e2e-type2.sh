@@ -118,7 +118,7 @@ args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
 	-M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
 	-trace "vfio_cxl_firmware_commit*"
 	-kernel "$KDIR/bzImage" -initrd "$LOG/initramfs.cpio.gz"
-	-append "$E2E_KERNEL_ARGS")
+	-append "$E2E_KERNEL_ARGS ${VCXL_E2E_T2_APPEND:-}")
 printf '%q ' "$CXLMEM_QEMU" "${args[@]}" > "$LOG/qemu-cmd.log"
 echo >> "$LOG/qemu-cmd.log"
 con=$LOG/console.log
