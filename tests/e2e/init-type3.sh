@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# /init of the e2e-type3 guest (busybox ash, Debian's 6.12 kernel, ndctl's cxl).
+# /init of the e2e-type3 guest (busybox ash, Debian's 6.12 kernel or the 7.2 guest
+# kernel with everything built in, ndctl's cxl).
 # The stock CXL stack drives vcxl's Type-3 personality: cxl_acpi + cxl_pci +
 # cxl_mem enumerate it, `cxl create-region -t ram` commits a region through its
 # endpoint decoder, `cxl destroy-region` decommits it. One "T3STEP name: ok|FAIL
@@ -67,6 +68,9 @@ sysfs_ram_region() {
 }
 
 KMEM=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vcxl\.kmem=//p' | tail -1)
+# vcxl.dmesg=all: the whole kernel log at the end (with dyndbg="file drivers/cxl/* +p" on
+# a kernel with CONFIG_DYNAMIC_DEBUG, the CXL core's decisions), not only its CXL lines
+DMESG=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vcxl\.dmesg=//p' | tail -1)
 # NUMA_MIB: how much of the node numa-guest allocates (most of a 256 MiB region)
 NUMA_MIB=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vcxl\.numa_mib=//p' | tail -1)
 
@@ -89,8 +93,11 @@ kmem_online() {
 	fi
 	dsz=$(cat "/sys/bus/dax/devices/$dax/size")
 	node=$(cat "/sys/bus/dax/devices/$dax/target_node" 2>/dev/null)
-	step dax-device ok "$dax size $dsz target_node $node (dax_cxl + device_dax)"
-	echo "T3FACT dax=$dax size=$dsz target_node=$node"
+	# the driver the kernel bound it to by itself (device_dax, or kmem for a region whose
+	# dax device the kernel marks for system RAM)
+	drv0=$(basename "$(readlink "/sys/bus/dax/devices/$dax/driver" 2>/dev/null)" 2>/dev/null)
+	step dax-device ok "$dax size $dsz target_node $node, bound to ${drv0:-no driver} (dax_cxl)"
+	echo "T3FACT dax=$dax size=$dsz target_node=$node driver=${drv0:-none}"
 	echo "$dax" > /sys/bus/dax/drivers/device_dax/unbind 2>/dev/null
 	echo "$dax" > /sys/bus/dax/drivers/kmem/new_id 2>/dev/null
 	[ -e "/sys/bus/dax/drivers/kmem/$dax" ] || echo "$dax" > /sys/bus/dax/drivers/kmem/bind
@@ -133,8 +140,17 @@ sec "VCXL T3 GUEST START"
 uname -r
 MODS="cxl_acpi cxl_pci cxl_mem dax_cxl device_dax"
 [ "$KMEM" = 1 ] && MODS="$MODS kmem"
+# a module the kernel has already (loaded, or built in: /sys/module/NAME) is not
+# modprobe'd, nor any on a kernel without a module tree here (the 7.2 guest kernel of
+# e2e-type3-7.2 has the whole CXL stack, DAX and kmem built in)
 for m in $MODS; do
-	modprobe "$m" 2>&1 || echo "modprobe $m failed"
+	if [ -e "/sys/module/$m" ]; then
+		echo "module $m: built in or loaded"
+	elif [ ! -d "/lib/modules/$(uname -r)" ]; then
+		echo "module $m: no module tree for $(uname -r), assumed built in"
+	else
+		modprobe "$m" 2>&1 || echo "modprobe $m failed"
+	fi
 done
 
 sec "lspci -vvv -d 8086:0d93"
@@ -258,8 +274,18 @@ elif [ -n "$REGION" ]; then
 	echo "T3FACT after-destroy epdecoder=$EPD size=$ESIZE2 region=$ERGN2"
 fi
 
+# the attributes the stock stack shows, for comparing kernels (run-e2e-type3.sh's header)
+sec "sysfs"
+for d in mem0 "$EPD" "$ROOT" "${REGION:-none}"; do
+	[ -d "/sys/bus/cxl/devices/$d" ] || continue
+	echo "$d: $(cd "/sys/bus/cxl/devices/$d" && ls | tr '\n' ' ')"
+done
 sec "dmesg (cxl)"
-dmesg | grep -i -E 'cxl|0d93|dax|mailbox|decoder' | tail -80
+if [ "$DMESG" = all ]; then
+	dmesg
+else
+	dmesg | grep -i -E 'cxl|0d93|dax|mailbox|decoder' | tail -80
+fi
 sec "VCXL T3 GUEST DONE"
 sync
 poweroff -f

@@ -21,19 +21,54 @@
 # size, tests/e2e/guest/numa-guest.c allocates 200 MiB on it (mbind), writes and verifies
 # it, and here every one of its pages is found in the backing file.
 #
+# run-e2e-type3.sh BUILDDIR kmem 7.2 (meson test e2e-type3-7.2): e2e-type3-mem on Linux 7.2,
+# the e2e suites' one guest kernel (scripts/guest-kernel.sh: Debian sid's linux-source-7.2
+# with cxl_acpi, cxl_pci, cxl_port, cxl_mem, regions, dax_cxl, device_dax and kmem built in;
+# "SKIP e2e-type3-7.2: ..." when it cannot be had: guest-kernel-lib.sh). Nothing is
+# modprobe'd (init-type3.sh skips what the kernel has) and the initramfs has no module tree;
+# same steps, same checks. (Without kmem: NAME e2e-type3-7.2-destroy, not a meson test.)
+# What the stock stack does differently on 7.2.13 than on Debian's 6.12 (both with ndctl
+# 76.1; seen in these tests' console logs, the 7.2 one also with
+# VCXL_E2E_T3_APPEND='dyndbg="file drivers/cxl/* +p" vcxl.dmesg=all'):
+#  - ports: a host bridge port lists only the dports an endpoint has attached below
+#    (`cxl list`: port1 nr_dports 1, 0c:00.0; 6.12: 2, the empty root port 0c:01.0 too):
+#    7.2 adds a dport, and maps the port's component registers, when cxl_mem attaches the
+#    first endpoint under it, not when cxl_acpi adds the port.
+#  - sysfs: regionN has a new `locked` attribute; the memdev's, the endpoint decoder's and
+#    the root decoder's attributes are the same (init-type3.sh's "sysfs" section lists them).
+#  - region creation: the same requirements and ABI. ndctl 76.1's `cxl create-region -t ram`
+#    still says "region type 'ram' not supported yet" (exit 0), so the region is made through
+#    sysfs (create_ram_region, interleave_*, size, the decoder's mode and dpa_size, target0,
+#    commit) and enabled with `cxl enable-region`; the commit still needs a CPU that can
+#    invalidate caches by range (-cpu ...,-hypervisor below: cxl_region_invalidate_memregion).
+#  - dax: both kernels bind the region's dax0.0 to kmem by themselves (dax_cxl marks it
+#    IORESOURCE_DAX_KMEM); the region's two 128 MiB blocks come up online_movable on node 1.
+#  - vcxl's device: 7.2's core, with its debug messages on, reports no disagreement
+#    ("Unknown CM cap ID: 4" is the Link capability the core does not use; CEL opcodes
+#    "unsupported by driver" are the core's own list; "Failed to retrieve ep perf
+#    coordinates" is the platform's: QEMU gives the host bridge no generic port in the SRAT).
+#
 # Environment: VCXL_QEMU, VCXL_E2E_TIMEOUT (s, default 400), VCXL_E2E_SILENCE (s without
 # console output before the boot is killed and retried once, 90: lib.sh), VCXL_E2E_T3_KVER (default:
 # the newest linux-image-6.12.*+deb12-amd64-unsigned apt knows), VCXL_E2E_T3_CACHE
-# (~/.cache/vcxl-e2e-t3). Logs: BUILDDIR/e2e-type3/{console,server,qemu-cmd}.log.
+# (~/.cache/vcxl-e2e-t3), VCXL_E2E_T3_APPEND (added to the kernel command line),
+# VCXL_E2E_BUILD_KERNEL=0 (7.2: use that kernel only if already built).
+# Logs: BUILDDIR/NAME/{console,server,qemu-cmd}.log (NAME: e2e-type3, e2e-type3-mem, e2e-type3-7.2).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/initramfs.sh"
 # shellcheck source=tests/e2e/lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=tests/e2e/guest-kernel-lib.sh
+. "$HERE/guest-kernel-lib.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 MODE=${2:-}
+KERNEL=${3:-6.12}
+case "$KERNEL" in 6.12 | 7.2) ;; *) echo "Bail out! kernel '$KERNEL': 6.12 or 7.2"; exit 1 ;; esac
 NAME=e2e-type3
 [ "$MODE" = kmem ] && NAME=e2e-type3-mem
+[ "$KERNEL" = 7.2 ] && NAME=e2e-type3-7.2
+[ "$KERNEL" = 7.2 ] && [ "$MODE" != kmem ] && NAME=e2e-type3-7.2-destroy
 NUMA_MIB=200
 LOG=$BUILD/$NAME
 TMO=${VCXL_E2E_TIMEOUT:-400}
@@ -82,25 +117,37 @@ fi
 	skip_all "$QEMU is not QEMU >= 10.2 ($("$QEMU" --version | head -1))"
 echo "# QEMU: $QEMU ($("$QEMU" --version | head -1))"
 
-# ---- Debian's 6.12 kernel: downloaded, extracted, never installed ----
-KVER=${VCXL_E2E_T3_KVER:-}
-[ -n "$KVER" ] || KVER=$(cat "$CACHE/kver" 2>/dev/null || true)
-if [ -z "$KVER" ]; then
-	KVER=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb[0-9]+-amd64-unsigned$' \
-		2>/dev/null | sed -n 's/^linux-image-\(6\.12\.[^ ]*-amd64\)-unsigned .*/\1/p' |
-		sort -V | tail -1)
-fi
-[ -n "$KVER" ] || skip_all "cannot find a 6.12 guest kernel (apt-cache search linux-image-6.12)"
-KPKG=linux-image-$KVER-unsigned
-KROOT=$CACHE/kroot-$KVER
-if [ ! -f "$KROOT/boot/vmlinuz-$KVER" ]; then
-	ls "$CACHE"/debs/"$KPKG"_*.deb >/dev/null 2>&1 ||
-		(cd "$CACHE/debs" && apt-get download -q "$KPKG" > /dev/null 2>&1) ||
-		skip_all "cannot fetch the guest kernel (apt-get download $KPKG)"
-	rm -rf "$KROOT"
-	dpkg-deb -x "$CACHE"/debs/"$KPKG"_*.deb "$KROOT" || skip_all "dpkg-deb -x $KPKG failed"
-fi
-echo "$KVER" > "$CACHE/kver"
+# ---- the guest kernel: sets KIMG and KVER (a description for the log) ----
+# Debian's 6.12: downloaded, extracted, never installed
+kernel_612() {
+	KVER=${VCXL_E2E_T3_KVER:-}
+	[ -n "$KVER" ] || KVER=$(cat "$CACHE/kver" 2>/dev/null || true)
+	if [ -z "$KVER" ]; then
+		KVER=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb[0-9]+-amd64-unsigned$' \
+			2>/dev/null | sed -n 's/^linux-image-\(6\.12\.[^ ]*-amd64\)-unsigned .*/\1/p' |
+			sort -V | tail -1)
+	fi
+	[ -n "$KVER" ] || skip_all "cannot find a 6.12 guest kernel (apt-cache search linux-image-6.12)"
+	KPKG=linux-image-$KVER-unsigned
+	KROOT=$CACHE/kroot-$KVER
+	if [ ! -f "$KROOT/boot/vmlinuz-$KVER" ]; then
+		ls "$CACHE"/debs/"$KPKG"_*.deb >/dev/null 2>&1 ||
+			(cd "$CACHE/debs" && apt-get download -q "$KPKG" > /dev/null 2>&1) ||
+			skip_all "cannot fetch the guest kernel (apt-get download $KPKG)"
+		rm -rf "$KROOT"
+		dpkg-deb -x "$CACHE"/debs/"$KPKG"_*.deb "$KROOT" || skip_all "dpkg-deb -x $KPKG failed"
+	fi
+	echo "$KVER" > "$CACHE/kver"
+	KIMG=$KROOT/boot/vmlinuz-$KVER
+}
+# the e2e suites' Linux 7.2 (scripts/guest-kernel.sh, built once per machine by make e2e-prep;
+# VCXL_E2E_BUILD_KERNEL=0: only if already built)
+kernel_72() {
+	e2e_guest_kernel "$LOG/guest-kernel.err" || skip_all "$E2E_GK_WHY"
+	KIMG=$E2E_GK_DIR/bzImage
+	KVER="$(cat "$E2E_GK_DIR/version" 2>/dev/null) built in $E2E_GK_DIR"
+}
+if [ "$KERNEL" = 7.2 ]; then kernel_72; else kernel_612; fi
 echo "# guest kernel: $KVER"
 
 # ---- ndctl's cxl and its libraries (the .debs, extracted) ----
@@ -126,6 +173,8 @@ if [ "$MODE" = kmem ]; then
 	BASE=$CACHE/base-t3mem-$KVER.cpio.gz
 	T3MODS="$T3MODS kmem"
 fi
+# 7.2: everything is built in, no module tree in the initramfs
+[ "$KERNEL" = 7.2 ] && BASE=$CACHE/base-t3-nomod.cpio.gz T3MODS=""
 copy_libs() { # copy_libs STAGING BINARY: its shared libraries, from the ndctl root first
 	LD_LIBRARY_PATH="$NDROOT/usr/lib/x86_64-linux-gnu:$NDROOT/lib/x86_64-linux-gnu" ird_libs "$1" "$2"
 }
@@ -142,7 +191,7 @@ build_base() {
 	install -m 0755 "$NDROOT/usr/bin/cxl" "$S/usr/bin/cxl"
 	copy_libs "$S" "$NDROOT/usr/bin/cxl"
 	# shellcheck disable=SC2086 # a list of module names
-	ird_modules "$S" "$KROOT" "$KVER" $T3MODS
+	[ -z "$T3MODS" ] || ird_modules "$S" "$KROOT" "$KVER" $T3MODS
 	ird_pack "$S" "$BASE"
 	rm -rf "$S"
 }
@@ -213,7 +262,7 @@ ARGS=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
 	-device "$DEV"
 	-M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G
 	-nographic -serial stdio -monitor none -no-reboot -nic none
-	-kernel "$KROOT/boot/vmlinuz-$KVER" -initrd "$LOG/initramfs.cpio.gz"
+	-kernel "$KIMG" -initrd "$LOG/initramfs.cpio.gz"
 	-append "$E2E_KERNEL_ARGS $APPEND ${VCXL_E2E_T3_APPEND:-}")
 printf '%q ' "$QEMU" "${ARGS[@]}" > "$LOG/qemu-cmd.log"
 echo >> "$LOG/qemu-cmd.log"
