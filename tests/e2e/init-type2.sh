@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
+# shellcheck disable=SC3043,SC2012 # busybox ash has local; sysfs names are plain words
 # /init of the e2e-type2 guest (busybox ash; Linux 7.2 from scripts/guest-kernel.sh, the CXL
 # core, cxl_acpi, cxl_port, cxl_mem and regions built in): loads guest-drivers/vcxl_accel
 # (/lib/vcxl_accel.ko), which finds its region through the kernel's Type-2 API, then

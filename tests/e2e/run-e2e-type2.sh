@@ -21,7 +21,9 @@
 # server's size; the bytes the guest wrote are in device memory (control socket
 # read-memory); no protocol error in the server's log; nothing left running.
 # Skips visibly (TAP "1..0 # SKIP") when the guest kernel or the CXL-aware QEMU cannot be
-# had (scripts/guest-kernel.sh, cxlmem-lib.sh: VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU=0).
+# had (guest-kernel-lib.sh: VCXL_E2E_BUILD_KERNEL=0; cxlmem-lib.sh: VCXL_QEMU_CXL,
+# VCXL_E2E_BUILD_QEMU=0). VCXL_E2E_T2_APPEND: more for the guest's command line (e.g.
+# dyndbg="file drivers/cxl/* +p" for the CXL core's decisions).
 # Logs: BUILDDIR/e2e-type2/.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +37,8 @@ mkdir -p "$LOG"
 . "$HERE/cxlmem-lib.sh"
 # shellcheck source=tests/e2e/initramfs.sh
 . "$HERE/initramfs.sh"
+# shellcheck source=tests/e2e/guest-kernel-lib.sh
+. "$HERE/guest-kernel-lib.sh"
 
 n=0
 nfail=0
@@ -60,8 +64,8 @@ SERVER=$CXLMEM_BUILD/src/tools/vcxl-server
 [ -x "$SERVER" ] || { echo "Bail out! $SERVER is not built"; exit 1; }
 
 # ---- inputs: the 7.2 kernel, the CXL-aware QEMU, the driver, the initramfs ----
-KDIR=$("$ROOT/scripts/guest-kernel.sh" 2> "$LOG/guest-kernel.err") ||
-	skip_all "no Linux 7.2 guest kernel: $(tail -1 "$LOG/guest-kernel.err")"
+e2e_guest_kernel "$LOG/guest-kernel.err" || skip_all "$E2E_GK_WHY"
+KDIR=$E2E_GK_DIR
 echo "# guest kernel: $KDIR ($(cat "$KDIR/version"))"
 cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
 echo "# CXL-aware QEMU: $CXLMEM_QEMU"
