@@ -36,6 +36,13 @@ enum vcxl_log_level vcxl_log_get_level(void);
 /* "error"|"warn"|"info"|"debug" -> 0 or -EINVAL */
 int vcxl_log_parse_level(const char *s, enum vcxl_log_level *lvl);
 void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Start-up: lines below warn are held from vcxl_log_hold() until
+ * vcxl_log_release(): printed (in order, with their times) once the start
+ * succeeded, dropped when it was refused, so that a refused start prints its
+ * error as its only line. Warnings and errors are never held. */
+void vcxl_log_hold(void);
+void vcxl_log_release(bool print);
+bool vcxl_log_held(void);
 /* Every rejected client message is logged at warn with this prefix. */
 #define VCXL_PROTO_ERR_PREFIX "protocol error: "
 

@@ -996,6 +996,8 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	vcxl_log_set_level(o.log_level);
+	/* until every socket listens: a refused start prints only its error */
+	vcxl_log_hold();
 	/* Block the exit signals now: they are read from a signalfd by the loop,
 	 * so the sockets are always removed on the way out. */
 	sigemptyset(&set);
@@ -1067,6 +1069,7 @@ int main(int argc, char **argv)
 	if (o.user && (rc = drop_privileges(&o)))
 		goto out;
 	/* every socket listens, the log says so, privileges are dropped: ready */
+	vcxl_log_release(true);
 	notify(notify_fd, VCXL_NOTIFY_READY);
 	rc = vcxl_loop_run(loop);
 	if (rc)
@@ -1091,6 +1094,10 @@ out:
 	}
 	free(devs);
 	vcxl_config_free(argv, args);
+	if (vcxl_log_held()) {
+		vcxl_log_release(false); /* refused: its error was the line */
+		return 1;
+	}
 	vcxl_log(VCXL_LOG_INFO, "exited");
 	return rc ? 1 : 0;
 }

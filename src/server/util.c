@@ -2,6 +2,7 @@
 /* Logging, size parsing and command names shared by the server and tools. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +45,53 @@ int vcxl_log_parse_level(const char *s, enum vcxl_log_level *lvl)
 	return -EINVAL;
 }
 
+/* Start-up lines below warn, held until the start succeeds (vcxl_log_hold) */
+static struct {
+	bool on;
+	char *text; /* whole formatted lines */
+	size_t len;
+} held;
+
+void vcxl_log_hold(void)
+{
+	held.on = true;
+}
+
+void vcxl_log_release(bool print)
+{
+	if (print && held.len)
+		fwrite(held.text, 1, held.len, stderr);
+	free(held.text);
+	held.text = NULL;
+	held.len = 0;
+	held.on = false;
+}
+
+bool vcxl_log_held(void)
+{
+	return held.on;
+}
+
+/* A held line is kept formatted, with the time it was logged; a line that
+ * cannot be kept is printed at once (never lost). */
+static bool log_keep(const char *text, size_t n)
+{
+	char *t = realloc(held.text, held.len + n);
+
+	if (!t)
+		return false;
+	memcpy(t + held.len, text, n);
+	held.text = t;
+	held.len += n;
+	return true;
+}
+
 void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...)
 {
-	char line[1024];
+	char line[1024], out[1100];
 	struct timespec ts;
 	va_list ap;
+	int n;
 
 	if (lvl > log_level)
 		return;
@@ -56,8 +99,15 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "vcxl-server[%ld.%03ld] %s: %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000,
-		log_names[lvl], line);
+	n = snprintf(out, sizeof(out), "vcxl-server[%ld.%03ld] %s: %s\n", (long)ts.tv_sec,
+		     ts.tv_nsec / 1000000, log_names[lvl], line);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(out))
+		n = sizeof(out) - 1;
+	if (held.on && lvl > VCXL_LOG_WARN && log_keep(out, (size_t)n))
+		return;
+	fwrite(out, 1, (size_t)n, stderr);
 }
 
 bool vcxl_ratelimit_allow(struct vcxl_ratelimit *rl, int64_t now_ms, unsigned long *report)

@@ -116,6 +116,46 @@ static void test_refusals(const char *bin)
 	unlink(path);
 }
 
+/* A start refused after the options were accepted (a device that cannot be
+ * opened, a socket another server listens on): its error is the only line on
+ * stderr at the default log level, no start-up line before it, no "exited"
+ * after it, and nothing is left served. */
+static void refused_late(const char *bin, const char *args, const char *needle,
+			 const char *what)
+{
+	char out[4096];
+	int rc = run(bin, args, out, sizeof(out));
+
+	ok(rc == 1 && one_line(out, needle) && !exists("late.sock") && !exists("late.sock.ctl"),
+	   "%s: exit 1, its error the only line (\"%s\"), nothing left", what, needle);
+	if (rc != 1 || !one_line(out, needle))
+		diag("rc %d, output: %s", rc, out);
+}
+
+static void test_late_refusals(const char *bin)
+{
+	struct harness h = {0};
+	char cmd[400], out[4096];
+
+	refused_late(bin, "--socket late.sock --backend vfio --device 0000:ff:1f.7",
+		     "0000:ff:1f.7", "a VFIO device that is not there");
+	/* a second server on the socket a first one serves */
+	if (h_start(&h, bin, -1, NULL)) {
+		ok(0, "a busy socket: the first server started");
+		h_cleanup(&h);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "--socket '%s' --control late.sock.ctl", h.sock);
+	int rc = run(bin, cmd, out, sizeof(out));
+	ok(rc == 1 && one_line(out, "another server is listening there") &&
+	       !exists("late.sock.ctl"),
+	   "a socket another server listens on: exit 1, its error the only line, nothing left");
+	if (rc != 1 || !one_line(out, "another server is listening there"))
+		diag("rc %d, output: %s", rc, out);
+	h_stop(&h);
+	h_cleanup(&h);
+}
+
 /* The config file's options take effect; the command line's win. */
 static void test_config(const char *bin)
 {
@@ -239,6 +279,7 @@ int main(int argc, char **argv)
 	ok(run(bin, "--version", out, sizeof(out)) == 0 && !strncmp(out, "vcxl-server ", 12),
 	   "--version: %.*s", (int)strcspn(out, "\n"), out);
 	test_refusals(bin);
+	test_late_refusals(bin);
 	test_config(bin);
 	test_config_spellings(bin);
 	test_config_refusals(bin);
