@@ -50,31 +50,31 @@
  * The model's job engine in BAR2 (vcxl's include/vcxl/model.h, "Accelerator
  * control registers"): one job at a time; GO latches the JOB_* registers.
  */
-#define ACCEL_BAR		2
-#define ACCEL_REG_ID		0x00
-#define ACCEL_ID_VALUE		0x4c584356u /* "VCXL" */
-#define ACCEL_REG_JOB_OP	0x08
-#define ACCEL_OP_FILL		1
-#define ACCEL_OP_COPY		2
-#define ACCEL_REG_JOB_FLAGS	0x0c
-#define ACCEL_JOBF_IRQ		BIT(2)
-#define ACCEL_REG_JOB_SRC	0x10 /* 64-bit: DPA */
-#define ACCEL_REG_JOB_DST	0x18
-#define ACCEL_REG_JOB_LEN	0x20
-#define ACCEL_REG_JOB_PATTERN	0x28
-#define ACCEL_REG_DOORBELL	0x30
-#define ACCEL_DOORBELL_GO	BIT(0)
-#define ACCEL_REG_STATUS	0x34
-#define ACCEL_STATUS_BUSY	BIT(0)
-#define ACCEL_STATUS_DONE	BIT(1) /* RW1C */
-#define ACCEL_STATUS_ERROR	BIT(2) /* RW1C */
-#define ACCEL_REG_JOB_VECTOR	0x38
-#define ACCEL_REG_JOBS_DONE	0x3c
+#define ACCEL_BAR	      2
+#define ACCEL_REG_ID	      0x00
+#define ACCEL_ID_VALUE	      0x4c584356u /* "VCXL" */
+#define ACCEL_REG_JOB_OP      0x08
+#define ACCEL_OP_FILL	      1
+#define ACCEL_OP_COPY	      2
+#define ACCEL_REG_JOB_FLAGS   0x0c
+#define ACCEL_JOBF_IRQ	      BIT(2)
+#define ACCEL_REG_JOB_SRC     0x10 /* 64-bit: DPA */
+#define ACCEL_REG_JOB_DST     0x18
+#define ACCEL_REG_JOB_LEN     0x20
+#define ACCEL_REG_JOB_PATTERN 0x28
+#define ACCEL_REG_DOORBELL    0x30
+#define ACCEL_DOORBELL_GO     BIT(0)
+#define ACCEL_REG_STATUS      0x34
+#define ACCEL_STATUS_BUSY     BIT(0)
+#define ACCEL_STATUS_DONE     BIT(1) /* RW1C */
+#define ACCEL_STATUS_ERROR    BIT(2) /* RW1C */
+#define ACCEL_REG_JOB_VECTOR  0x38
+#define ACCEL_REG_JOBS_DONE   0x3c
 /* the engine's DPA window: host-owned, the device memory this function owns */
-#define ACCEL_REG_DPA_WIN_BASE	0x40
+#define ACCEL_REG_DPA_WIN_BASE 0x40
 
-#define ACCEL_JOB_VECTOR	0
-#define ACCEL_JOB_TIMEOUT_MS	60000
+#define ACCEL_JOB_VECTOR     0
+#define ACCEL_JOB_TIMEOUT_MS 60000
 /* CXL r3.1 8.1.3.8.2: Memory_Active within the DVSEC's timeout, at most 256 s */
 #define ACCEL_ACTIVE_TIMEOUT_MS 256000
 
@@ -147,12 +147,13 @@ static int vcxl_accel_await_active(struct vcxl_accel *a, u64 *size)
 static int vcxl_accel_set_capacity(struct vcxl_accel *a, u64 size)
 {
 	struct cxl_dpa_info info = {
-		.size = size,
-		.part[0] = {
-			.range = { .start = 0, .end = size - 1 },
-			.mode = CXL_PARTMODE_RAM,
+	    .size = size,
+	    .part[0] =
+		{
+		    .range = {.start = 0, .end = size - 1},
+		    .mode = CXL_PARTMODE_RAM,
 		},
-		.nr_partitions = 1,
+	    .nr_partitions = 1,
 	};
 
 	return cxl_dpa_setup(&a->cxlds, &info);
@@ -255,12 +256,12 @@ static long vcxl_accel_ioctl(struct file *f, unsigned int cmd, unsigned long arg
 	switch (cmd) {
 	case VCXL_ACCEL_INFO: {
 		struct vcxl_accel_info i = {
-			.hpa_start = a->hpa.start,
-			.hpa_size = range_len(&a->hpa),
-			.engine_dpa = a->engine_dpa,
-			.jobs_done = readl(a->regs + ACCEL_REG_JOBS_DONE),
-			.irqs = atomic64_read(&a->irqs),
-			.resets = atomic64_read(&a->resets),
+		    .hpa_start = a->hpa.start,
+		    .hpa_size = range_len(&a->hpa),
+		    .engine_dpa = a->engine_dpa,
+		    .jobs_done = readl(a->regs + ACCEL_REG_JOBS_DONE),
+		    .irqs = atomic64_read(&a->irqs),
+		    .resets = atomic64_read(&a->resets),
 		};
 		return copy_to_user(up, &i, sizeof(i)) ? -EFAULT : 0;
 	}
@@ -293,9 +294,9 @@ static int vcxl_accel_mmap(struct file *f, struct vm_area_struct *vma)
 }
 
 static const struct file_operations vcxl_accel_fops = {
-	.owner = THIS_MODULE,
-	.unlocked_ioctl = vcxl_accel_ioctl,
-	.mmap = vcxl_accel_mmap,
+    .owner = THIS_MODULE,
+    .unlocked_ioctl = vcxl_accel_ioctl,
+    .mmap = vcxl_accel_mmap,
 };
 
 static ssize_t region_show(struct device *dev, struct device_attribute *attr, char *buf)
@@ -316,9 +317,9 @@ static ssize_t irqs_show(struct device *dev, struct device_attribute *attr, char
 static DEVICE_ATTR_RO(irqs);
 
 static struct attribute *vcxl_accel_attrs[] = {
-	&dev_attr_region.attr,
-	&dev_attr_irqs.attr,
-	NULL,
+    &dev_attr_region.attr,
+    &dev_attr_irqs.attr,
+    NULL,
 };
 ATTRIBUTE_GROUPS(vcxl_accel);
 
@@ -416,11 +417,11 @@ static int vcxl_accel_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		return rc;
 
 	a->misc = (struct miscdevice){
-		.minor = MISC_DYNAMIC_MINOR,
-		.name = a->name,
-		.fops = &vcxl_accel_fops,
-		.parent = dev,
-		.mode = 0600,
+	    .minor = MISC_DYNAMIC_MINOR,
+	    .name = a->name,
+	    .fops = &vcxl_accel_fops,
+	    .parent = dev,
+	    .mode = 0600,
 	};
 	rc = misc_register(&a->misc);
 	if (rc)
@@ -460,22 +461,20 @@ static void vcxl_accel_reset_done(struct pci_dev *pdev)
 }
 
 static const struct pci_error_handlers vcxl_accel_err_handlers = {
-	.reset_prepare = vcxl_accel_reset_prepare,
-	.reset_done = vcxl_accel_reset_done,
+    .reset_prepare = vcxl_accel_reset_prepare,
+    .reset_done = vcxl_accel_reset_done,
 };
 
 static const struct pci_device_id vcxl_accel_ids[] = {
-	{ PCI_DEVICE(VCXL_ACCEL_VENDOR, VCXL_ACCEL_DEVICE) },
-	{}
-};
+    {PCI_DEVICE(VCXL_ACCEL_VENDOR, VCXL_ACCEL_DEVICE)}, {}};
 MODULE_DEVICE_TABLE(pci, vcxl_accel_ids);
 
 static struct pci_driver vcxl_accel_driver = {
-	.name = KBUILD_MODNAME,
-	.id_table = vcxl_accel_ids,
-	.probe = vcxl_accel_probe,
-	.err_handler = &vcxl_accel_err_handlers,
-	.dev_groups = vcxl_accel_groups,
+    .name = KBUILD_MODNAME,
+    .id_table = vcxl_accel_ids,
+    .probe = vcxl_accel_probe,
+    .err_handler = &vcxl_accel_err_handlers,
+    .dev_groups = vcxl_accel_groups,
 };
 module_pci_driver(vcxl_accel_driver);
 

@@ -30,11 +30,11 @@ struct vcxl_accel_info {
 };
 
 struct vcxl_accel_job {
-	__u64 dst;	   /* offset in the region */
-	__u64 src;	   /* offset in the region (COPY) */
-	__u64 len;	   /* bytes */
-	__u64 pattern;	   /* FILL: byte i is byte (i % 8) of the pattern */
-	__u32 timeout_ms;  /* 0: the driver's default */
+	__u64 dst;	      /* offset in the region */
+	__u64 src;	      /* offset in the region (COPY) */
+	__u64 len;	      /* bytes */
+	__u64 pattern;	      /* FILL: byte i is byte (i % 8) of the pattern */
+	__u32 timeout_ms;     /* 0: the driver's default */
 	__u32 irq_latency_us; /* out: doorbell to interrupt */
 };
 

@@ -120,8 +120,7 @@ static void test_refusals(const char *bin)
  * opened, a socket another server listens on): its error is the only line on
  * stderr at the default log level, no start-up line before it, no "exited"
  * after it, and nothing is left served. */
-static void refused_late(const char *bin, const char *args, const char *needle,
-			 const char *what)
+static void refused_late(const char *bin, const char *args, const char *needle, const char *what)
 {
 	char out[4096];
 	int rc = run(bin, args, out, sizeof(out));
@@ -137,8 +136,8 @@ static void test_late_refusals(const char *bin)
 	struct harness h = {0};
 	char cmd[400], out[4096];
 
-	refused_late(bin, "--socket late.sock --backend vfio --device 0000:ff:1f.7",
-		     "0000:ff:1f.7", "a VFIO device that is not there");
+	refused_late(bin, "--socket late.sock --backend vfio --device 0000:ff:1f.7", "0000:ff:1f.7",
+		     "a VFIO device that is not there");
 	/* a second server on the socket a first one serves */
 	if (h_start(&h, bin, -1, NULL)) {
 		ok(0, "a busy socket: the first server started");

@@ -33,22 +33,22 @@
 
 #include "vcxl_accel_uapi.h"
 
-#define DEV_PATH      "/dev/vcxl_accel0"
-#define MIB	      (1ull << 20)
+#define DEV_PATH "/dev/vcxl_accel0"
+#define MIB	 (1ull << 20)
 /* Offsets in the region and lengths of the jobs (the region is >= 256 MiB) */
-#define FILL_OFF      (16 * MIB)
-#define FILL_LEN      (16 * MIB)
-#define FILL_PATTERN  0x5a17c0de0f11a5edull
-#define COPY_OFF      (64 * MIB)
-#define STORE_OFF     (96 * MIB)
-#define STORE_LEN     (4 * MIB)
-#define STORE_SEED    0x7e57000000000000ull
-#define STORE_COPY    (128 * MIB)
-#define VERIFY_OFF    (160 * MIB)
-#define VERIFY_LEN    (1 * MIB)
+#define FILL_OFF       (16 * MIB)
+#define FILL_LEN       (16 * MIB)
+#define FILL_PATTERN   0x5a17c0de0f11a5edull
+#define COPY_OFF       (64 * MIB)
+#define STORE_OFF      (96 * MIB)
+#define STORE_LEN      (4 * MIB)
+#define STORE_SEED     0x7e57000000000000ull
+#define STORE_COPY     (128 * MIB)
+#define VERIFY_OFF     (160 * MIB)
+#define VERIFY_LEN     (1 * MIB)
 #define VERIFY_PATTERN 0x0123456789abcdefull
-#define LONG_OFF      (192 * MIB)
-#define LONG_JOBS     50
+#define LONG_OFF       (192 * MIB)
+#define LONG_JOBS      50
 
 /* CXL r3.1 8.1.9: Register Locator DVSEC; 8.2.4: CXL.cachemem capabilities */
 #define PCI_EXT_CAP_DVSEC     0x23
@@ -69,7 +69,7 @@
 static int nfail;
 
 static void step(bool ok, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void step(bool ok, const char *name, const char *fmt, ...)
 {
 	va_list ap;
@@ -164,7 +164,8 @@ static int cmd_jobs(uint64_t want_hpa, uint64_t want_size)
 	rc = job(&a, VCXL_ACCEL_FILL, FILL_OFF, 0, FILL_LEN, FILL_PATTERN, &lat);
 	nj++;
 	bad = rc ? FILL_LEN / 8 : check(&a, FILL_OFF, FILL_LEN, FILL_PATTERN, 0);
-	step(!rc && !bad, "fill", "%llu MiB at region offset %#llx: rc %d, %" PRIu64
+	step(!rc && !bad, "fill",
+	     "%llu MiB at region offset %#llx: rc %d, %" PRIu64
 	     " of %llu qwords wrong through the mapping, interrupt after %u us",
 	     FILL_LEN / MIB, FILL_OFF, rc, bad, FILL_LEN / 8, lat);
 	hostcheck(FILL_OFF, FILL_LEN, FILL_PATTERN, 0);
@@ -281,9 +282,11 @@ static int cmd_hdm(const char *bdf, uint64_t want_base)
 					uint32_t lo, hi;
 					read_at(path, &lo, 4, pos + b);
 					read_at(path, &hi, 4, pos + b + 4);
-					if (((lo >> REGLOC_TYPE_SHIFT) & 0xff) == REGLOC_TYPE_COMPONENT) {
+					if (((lo >> REGLOC_TYPE_SHIFT) & 0xff) ==
+					    REGLOC_TYPE_COMPONENT) {
 						bir = lo & REGLOC_BIR;
-						off = ((uint64_t)hi << 32) | (lo & REGLOC_OFF_LO_MASK);
+						off = ((uint64_t)hi << 32) |
+						      (lo & REGLOC_OFF_LO_MASK);
 						found = true;
 					}
 				}
@@ -316,8 +319,10 @@ static int cmd_hdm(const char *bdf, uint64_t want_base)
 	}
 	volatile uint32_t *h = (volatile uint32_t *)((char *)cm + hdm);
 	v = h[HDM_DEC0_CTRL / 4];
-	uint64_t base = ((uint64_t)h[HDM_DEC0_BASE_LO / 4 + 1] << 32) | (h[HDM_DEC0_BASE_LO / 4] & 0xf0000000u);
-	step((v & HDM_CTRL_COMMITTED) && (v & HDM_CTRL_LOCK) && base == want_base, "hdm-after-unbind",
+	uint64_t base =
+	    ((uint64_t)h[HDM_DEC0_BASE_LO / 4 + 1] << 32) | (h[HDM_DEC0_BASE_LO / 4] & 0xf0000000u);
+	step((v & HDM_CTRL_COMMITTED) && (v & HDM_CTRL_LOCK) && base == want_base,
+	     "hdm-after-unbind",
 	     "decoder 0 as firmware left it: control %#x (committed %d, locked %d), base %#" PRIx64
 	     " (want %#" PRIx64 ")",
 	     v, !!(v & HDM_CTRL_COMMITTED), !!(v & HDM_CTRL_LOCK), base, want_base);
@@ -335,6 +340,7 @@ int main(int argc, char **argv)
 		return cmd_longjob();
 	if (argc == 4 && !strcmp(argv[1], "hdm"))
 		return cmd_hdm(argv[2], strtoull(argv[3], NULL, 0));
-	fprintf(stderr, "usage: type2-guest jobs HPA SIZE | verify WHEN | longjob | hdm BDF BASE\n");
+	fprintf(stderr,
+		"usage: type2-guest jobs HPA SIZE | verify WHEN | longjob | hdm BDF BASE\n");
 	return 2;
 }
