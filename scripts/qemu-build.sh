@@ -16,16 +16,25 @@
 #
 # Cached in ${VCXL_QEMU_CACHE:-~/.cache/vcxl-qemu-build}/<key>/ where key hashes
 # the patches, the source's identity and this script's configuration; a cached
-# binary is reused without rebuilding. Progress goes to stderr, the build log
-# to <cache>/<key>.log.
+# binary is reused without rebuilding; <cache>/<key>/ also holds the patches and
+# build-info (source, hash, configure line), which make qemu-deb packages with it.
+# Progress goes to stderr, the build log to <cache>/<key>.log.
 set -eu
 
 QEMU_VERSION="1:10.2.2+ds-1"
 DSC="qemu_10.2.2+ds-1.dsc"
 MESON_DEB="meson_1.7.0-1~bpo12+1_all.deb"
+# Installed paths as Debian's own qemu (its debian/rules): prefix /usr, not relocatable,
+# helpers (qemu-bridge-helper) in /usr/lib/qemu, and a firmware path that finds Debian's
+# qemu-system-data, seabios and ipxe-qemu, so the binary needs no -L wherever it is run
+# from (the build cache, or /usr/lib/vcxl/ from the vcxl-qemu package, make qemu-deb).
+# Debian's 10.2.2 drops /usr/lib/ipxe/qemu from its path because trixie's ipxe-qemu also
+# links its ROMs into /usr/share/qemu; bookworm's ipxe-qemu has them only there.
+FIRMWAREPATH="/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu"
 CONFIGURE_ARGS="--target-list=x86_64-softmmu --without-default-features --enable-kvm \
 --enable-slirp --enable-fdt=system --disable-docs --disable-tools --disable-download \
---disable-install-blobs"
+--disable-install-blobs --prefix=/usr --libexecdir=/usr/lib/qemu --disable-relocatable \
+--firmwarepath=$FIRMWAREPATH --with-pkgversion=vcxl"
 NICE="${VCXL_QEMU_NICE:-10}"
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,8 +129,26 @@ KEY=$({
 } | sha256sum | cut -c1-16)
 OUT="$CACHE/$KEY"
 BIN="$OUT/qemu-system-x86_64"
+# OUT/build-info: what the binary was built from (make qemu-deb ships it): the source,
+# its hash, the configure line, each patch's hash
+build_info() {
+	{
+		if [ "$SRC_KIND" = dsc ]; then
+			echo "Qemu-Source: qemu $QEMU_VERSION"
+			echo "Source-Sha256: $SRC_ID $DSC"
+			echo "Built-Using: qemu (= $QEMU_VERSION)"
+		else
+			echo "Qemu-Source: QEMU $(cat "$SRC_DIR/VERSION") tree $SRC_DIR"
+		fi
+		echo "Configure: $CONFIGURE_ARGS"
+		echo "Cache-Key: $KEY"
+		echo "Patches:"
+		for p in "$@"; do echo " $(sha256sum <"$p" | cut -d' ' -f1)  $(basename "$p")"; done
+	} >"$OUT/build-info.tmp" && mv "$OUT/build-info.tmp" "$OUT/build-info"
+}
 if [ -x "$BIN" ]; then
 	say "cached build $KEY ($# patches)"
+	[ -f "$OUT/build-info" ] || build_info "$@"
 	echo "$BIN"
 	exit 0
 fi
@@ -232,6 +259,7 @@ mkdir -p "$OUT"
 cp "$TREE/build/qemu-system-x86_64" "$BIN.tmp"
 strip "$BIN.tmp" 2>/dev/null || true
 for p in "$@"; do cp "$p" "$OUT/"; done
+build_info "$@"
 mv "$BIN.tmp" "$BIN"
 say "built in $((t2 - t0)) s (unpack+configure $((t1 - t0)) s, ninja $((t2 - t1)) s)"
 echo "$BIN"
