@@ -38,6 +38,7 @@
 # -icount needs single-threaded TCG, so a second vCPU would only share the same thread.
 # README.md ("make test") has the figures.
 
+E2E_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 E2E_TCG_ARGS=(-accel tcg -smp 1 -icount shift=auto)
 # The silence bound: the longest healthy silence is the firmware + the kernel's XZ
 # decompression before its first line, pure guest CPU: 23-30 s with the machine's 2 cores
@@ -183,4 +184,120 @@ e2e_boot() {
 	fi
 	echo "# guest $name: QEMU status $rc after $E2E_BOOT_SECS s (attempt $E2E_BOOT_ATTEMPTS), longest console silence $E2E_BOOT_MAX_SILENCE s (bound $silence s)"
 	return "$rc"
+}
+
+# ---- TAP output, shared by every e2e script ----
+#   e2e_tap OK|FAIL|SKIP DESCRIPTION [REASON]   one TAP point (counted in E2E_N, E2E_NFAIL)
+#   e2e_diag                                    stdin as TAP diagnostics ("# ...")
+#   e2e_skip_all NAME REASON                    the whole test skipped, visibly; exits 0
+#   e2e_steps_tap CONSOLE                       one point per guest "STEP name: ok|FAIL|skip
+#                                               detail" line; E2E_NSTEPS counts them
+#   e2e_done                                    the plan ("1..N"); exit status 1 on a failure
+E2E_N=0
+E2E_NFAIL=0
+E2E_NSTEPS=0
+e2e_tap() {
+	E2E_N=$((E2E_N + 1))
+	case "$1" in
+	OK | 1) echo "ok $E2E_N - $2" ;;
+	SKIP) echo "ok $E2E_N - $2 # SKIP ${3:-}" ;;
+	*) echo "not ok $E2E_N - $2" && E2E_NFAIL=$((E2E_NFAIL + 1)) ;;
+	esac
+}
+e2e_diag() { sed 's/^/# /'; }
+e2e_skip_all() {
+	echo "SKIP $1: $2" >&2
+	echo "# SKIP $1: $2"
+	echo "1..0 # SKIP $2"
+	exit 0
+}
+e2e_steps_tap() {
+	local line sname sres sdetail
+	E2E_NSTEPS=0
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		sname=${line#STEP }
+		sname=${sname%%:*}
+		sres=${line#*: }
+		sdetail=${sres#* }
+		sres=${sres%% *}
+		E2E_NSTEPS=$((E2E_NSTEPS + 1))
+		case "$sres" in
+		ok) e2e_tap OK "guest $sname: $sdetail" ;;
+		skip) e2e_tap SKIP "guest $sname" "$sdetail" ;;
+		*) e2e_tap FAIL "guest $sname: $sdetail" ;;
+		esac
+	done < <(grep -a '^STEP ' "$1")
+}
+e2e_done() {
+	echo "1..$E2E_N"
+	[ "$E2E_NFAIL" -eq 0 ]
+}
+
+# ---- vcxl-server, started the way a service manager starts it ----
+#   e2e_server_start [--timeout S] LOG SERVER ARG...
+#                     runs SERVER ARG... in the background (stdout+stderr to LOG) with
+#                     $NOTIFY_SOCKET set and returns once it sent READY=1 (sd_notify, what
+#                     its systemd unit waits for: every socket listens), never by polling
+#                     for a socket file. Sets E2E_SERVER_PID; returns 1 (E2E_SERVER_WHY:
+#                     exited first / no READY=1 in S seconds, default 60) otherwise.
+#   e2e_server_stop [PID]   SIGTERM, then its exit status (E2E_SERVER_RC; 124: killed
+#                     after 10 s); default: E2E_SERVER_PID
+E2E_SERVER_PID=""
+E2E_SERVER_WHY=""
+E2E_SERVER_RC=0
+E2E_SERVER_PIDS=""
+e2e_server_start() {
+	local tmo=60 log ns line
+	[ "$1" = --timeout ] && tmo=$2 && shift 2
+	log=$1
+	shift
+	ns=$(mktemp -u "${TMPDIR:-/tmp}/vcxl-notify.XXXXXX")
+	E2E_SERVER_PID=""
+	E2E_SERVER_WHY=""
+	coproc E2E_NW { exec python3 "$E2E_LIB_DIR/notify-wait.py" "$ns" "$tmo"; }
+	if ! read -r -t 10 line <&"${E2E_NW[0]}" || [ "$line" != bound ]; then
+		E2E_SERVER_WHY="the readiness socket could not be bound"
+		return 1
+	fi
+	NOTIFY_SOCKET=$ns "$@" > "$log" 2>&1 &
+	E2E_SERVER_PID=$!
+	E2E_SERVER_PIDS="$E2E_SERVER_PIDS $E2E_SERVER_PID"
+	echo "$E2E_SERVER_PID" >&"${E2E_NW[1]}"
+	line=""
+	while read -r line <&"${E2E_NW[0]}"; do
+		case "$line" in
+		STATUS*) continue ;;
+		*) break ;;
+		esac
+	done
+	wait "$E2E_NW_PID" 2>/dev/null
+	rm -f "$ns"
+	case "$line" in
+	READY) return 0 ;;
+	EXITED) E2E_SERVER_WHY="it exited before READY=1: $(tail -1 "$log")" ;;
+	*) E2E_SERVER_WHY="no READY=1 within $tmo s" ;;
+	esac
+	return 1
+}
+e2e_server_stop() {
+	local pid=${1:-$E2E_SERVER_PID} i
+	E2E_SERVER_RC=0
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		E2E_SERVER_RC=124
+	else
+		wait "$pid" 2>/dev/null
+		E2E_SERVER_RC=$?
+	fi
+	[ "$pid" = "$E2E_SERVER_PID" ] && E2E_SERVER_PID=""
+	return 0
 }

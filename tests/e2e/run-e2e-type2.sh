@@ -40,23 +40,9 @@ mkdir -p "$LOG"
 # shellcheck source=tests/e2e/guest-kernel-lib.sh
 . "$HERE/guest-kernel-lib.sh"
 
-n=0
-nfail=0
-tap() { # tap OK|FAIL|SKIP DESCRIPTION [REASON]
-	n=$((n + 1))
-	case "$1" in
-	OK) echo "ok $n - $2" ;;
-	SKIP) echo "ok $n - $2 # SKIP ${3:-}" ;;
-	*) echo "not ok $n - $2"; nfail=$((nfail + 1)) ;;
-	esac
-}
-diag() { sed 's/^/# /'; }
-skip_all() {
-	echo "SKIP e2e-type2: $1" >&2
-	echo "# SKIP e2e-type2: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
+tap() { e2e_tap "$@"; }
+diag() { e2e_diag; }
+skip_all() { e2e_skip_all e2e-type2 "$1"; }
 trap cxlmem_stop EXIT
 trap 'cxlmem_stop; exit 130' INT TERM
 
@@ -78,7 +64,7 @@ if make -C "$KDIR/build" M="$LOG/vcxl_accel" W=1 modules > "$LOG/module-build.lo
 else
 	tap FAIL "guest-drivers/vcxl_accel builds out of tree against $(cat "$KDIR/version") (W=1, no warning)"
 	diag < "$LOG/module-build.log"
-	echo "1..$n"
+	e2e_done
 	exit 1
 fi
 
@@ -96,16 +82,14 @@ rm -rf "$IRD"
 CXLMEM_TMP=$(mktemp -d /tmp/vcxl-type2.XXXXXX)
 SOCK=$CXLMEM_TMP/t2.sock
 # --on-disconnect keep: the host reads what the guest left (the default zeroes it)
-"$SERVER" --socket "$SOCK" --mem-size "$MEM_SIZE" --firmware-committed --on-disconnect keep \
-	--log-level debug \
-	> "$LOG/server.log" 2>&1 &
-CXLMEM_SPID=$!
-if cxlmem_wait_socket "$SOCK" "$CXLMEM_SPID"; then
-	tap OK "vcxl-server (accelerator model, $MEM_SIZE in a sealed memfd, firmware-committed) listens"
+if e2e_server_start "$LOG/server.log" "$SERVER" --socket "$SOCK" --mem-size "$MEM_SIZE" \
+	--firmware-committed --on-disconnect keep --log-level debug; then
+	CXLMEM_SPID=$E2E_SERVER_PID
+	tap OK "vcxl-server (accelerator model, $MEM_SIZE in a sealed memfd, firmware-committed) is ready (READY=1)"
 else
-	tap FAIL "vcxl-server (accelerator model, $MEM_SIZE in a sealed memfd, firmware-committed) listens"
+	tap FAIL "vcxl-server (accelerator model, $MEM_SIZE in a sealed memfd, firmware-committed) is ready: $E2E_SERVER_WHY"
 	diag < "$LOG/server.log"
-	echo "1..$n"
+	e2e_done
 	exit 1
 fi
 
@@ -143,20 +127,8 @@ else
 fi
 
 # ---- the guest's STEP lines ----
-nsteps=0
-while IFS= read -r line; do
-	line=${line%$'\r'}
-	sname=${line#STEP }
-	sname=${sname%%:*}
-	sres=${line#*: }
-	sdetail=${sres#* }
-	sres=${sres%% *}
-	nsteps=$((nsteps + 1))
-	case "$sres" in
-	ok) tap OK "guest $sname: $sdetail" ;;
-	*) tap FAIL "guest $sname: $sdetail" ;;
-	esac
-done < <(grep -a '^STEP ' "$con")
+e2e_steps_tap "$con"
+nsteps=$E2E_NSTEPS
 want_steps=20
 if [ "$nsteps" -ge "$want_steps" ]; then
 	tap OK "the guest reported all its checks ($nsteps STEP lines)"
@@ -201,11 +173,10 @@ else
 fi
 cxlmem_stop
 left=""
-for p in $E2E_BOOT_ALL_PIDS; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+for p in $E2E_BOOT_ALL_PIDS $E2E_SERVER_PIDS; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
 if [ -z "$left" ]; then
 	tap OK "nothing left running (QEMU, server, watchdogs)"
 else
 	tap FAIL "nothing left running: still$left"
 fi
-echo "1..$n"
-[ $nfail -eq 0 ]
+e2e_done
