@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install, make qemu, make demo
+# vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install, make qemu,
+# make qemu-deb, make demo
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,7 +11,7 @@ RUN_ARGS   ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build run test test-asan e2e-prep bench fuzz fuzz-short format clean install buildtypes qemu bench-guest demo
+.PHONY: all deps build run test test-asan e2e-prep bench fuzz fuzz-short format clean install buildtypes qemu qemu-deb bench-guest demo
 
 all: build
 
@@ -100,6 +101,13 @@ fuzz-short: $(FUZZ_BUILD)/build.ninja
 # ~/.cache/vcxl-qemu-build; the binary's path is the last line.
 qemu:
 	@./scripts/qemu-build.sh
+
+# That QEMU as the Debian package vcxl-qemu (scripts/qemu-deb.sh, packaging in
+# vmm/qemu-deb/debian/): the cached binary of make qemu (built first if needed) packaged by
+# dpkg-buildpackage -b into QEMU_DEB_DIR; the .deb's path is the last line.
+QEMU_DEB_DIR ?= $(BUILD)/qemu-deb
+qemu-deb:
+	@./scripts/qemu-deb.sh $(QEMU_DEB_DIR)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

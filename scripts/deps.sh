@@ -6,6 +6,9 @@ set -eu
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libjson-c-dev valgrind python3 util-linux"
 # QEMU 10.2 run-time packages for the end-to-end tests (tests/e2e)
 PKGS="$PKGS libfdt1 libslirp0 libglib2.0-0 zlib1g seabios qemu-system-data xz-utils cpio busybox-static pciutils kmod"
+# the CXL-aware QEMU's firmware path finds the iPXE option ROMs there (make qemu-deb's package
+# depends on it; tests/deb starts a machine with a NIC)
+PKGS="$PKGS ipxe-qemu"
 # building the e2e guest kernel from Debian sid's linux-source-7.2 (scripts/guest-kernel.sh:
 # e2e-hw's iommufd boot, e2e-type3-7.2, e2e-type2 and its out-of-tree guest drivers)
 PKGS="$PKGS flex bison libelf-dev libssl-dev bc make gcc xz-utils kmod cpio"

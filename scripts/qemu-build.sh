@@ -27,7 +27,7 @@ MESON_DEB="meson_1.7.0-1~bpo12+1_all.deb"
 # Installed paths as Debian's own qemu (its debian/rules): prefix /usr, not relocatable,
 # helpers (qemu-bridge-helper) in /usr/lib/qemu, and a firmware path that finds Debian's
 # qemu-system-data, seabios and ipxe-qemu, so the binary needs no -L wherever it is run
-# from (the build cache, or /usr/lib/vcxl/ from the vcxl-qemu package, make qemu-deb).
+# from (the build cache, or /usr/libexec/vcxl/ from the vcxl-qemu package, make qemu-deb).
 # Debian's 10.2.2 drops /usr/lib/ipxe/qemu from its path because trixie's ipxe-qemu also
 # links its ROMs into /usr/share/qemu; bookworm's ipxe-qemu has them only there.
 FIRMWAREPATH="/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu"
