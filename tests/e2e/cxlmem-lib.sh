@@ -3,7 +3,8 @@
 # cxlmem-lib.sh - sourced (bash) by tests/e2e/run-e2e-cxlmem.sh, scripts/bench-guest.sh and
 # scripts/demo.sh: the CXL.mem guest with the CXL-aware QEMU.
 #
-#   cxlmem_qemu                 sets CXLMEM_QEMU to the CXL-aware QEMU, or returns 1 with the
+#   cxlmem_qemu                 sets CXLMEM_QEMU to the CXL-aware QEMU (and CXLMEM_FW to the
+#                               -L options it needs: none with a firmware path), or returns 1 with the
 #                               reason in CXLMEM_WHY: $VCXL_QEMU_CXL, else the last line of
 #                               scripts/qemu-build.sh (builds once, cached under ~/.cache)
 #   cxlmem_guest OUT            kernel + initramfs with /bin/cxlmem-guest and init-cxlmem.sh
@@ -56,11 +57,27 @@ cxlmem_has_cxl() { # cxlmem_has_cxl QEMU: vfio-user-pci has the x-cxl property
 	"$1" -nodefaults -machine none -device vfio-user-pci,help 2>/dev/null | grep -q 'x-cxl'
 }
 
+# CXLMEM_FW: the -L options a QEMU needs to find SeaBIOS: none when its own firmware path
+# has it (scripts/qemu-build.sh configures /usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu,
+# as the vcxl-qemu package installs it), else Debian's directories as before.
+CXLMEM_FW=(-L /usr/share/seabios -L /usr/share/qemu)
+cxlmem_fw_args() { # cxlmem_fw_args QEMU: sets CXLMEM_FW
+	local d
+	CXLMEM_FW=(-L /usr/share/seabios -L /usr/share/qemu)
+	while IFS= read -r d; do
+		if [ -r "$d/bios-256k.bin" ]; then
+			CXLMEM_FW=()
+			return 0
+		fi
+	done < <("$1" -L help 2>/dev/null)
+}
+
 cxlmem_qemu() {
 	local script out q log
 	if [ -n "${VCXL_QEMU_CXL:-}" ]; then
 		if [ -x "$VCXL_QEMU_CXL" ] && cxlmem_has_cxl "$VCXL_QEMU_CXL"; then
 			CXLMEM_QEMU=$VCXL_QEMU_CXL
+			cxlmem_fw_args "$CXLMEM_QEMU"
 			return 0
 		fi
 		CXLMEM_WHY="VCXL_QEMU_CXL=$VCXL_QEMU_CXL is not a CXL-aware QEMU (no vfio-user-pci x-cxl)"
@@ -90,6 +107,7 @@ cxlmem_qemu() {
 		return 1
 	fi
 	CXLMEM_QEMU=$q
+	cxlmem_fw_args "$CXLMEM_QEMU"
 }
 
 cxlmem_guest() { # cxlmem_guest OUT
@@ -168,7 +186,7 @@ cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
 	dev="$dev}"
 	fmw="cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
 	# shellcheck disable=SC2054 # commas inside QEMU option values
-	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
+	args=("${CXLMEM_FW[@]}" -nodefaults "${E2E_TCG_ARGS[@]}"
 		-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
 		-m "$CXLMEM_GUEST_RAM" -nographic -serial stdio -monitor none -no-reboot -nic none
 		-machine q35,cxl=on,memory-backend=ram0
@@ -280,7 +298,7 @@ PY
 cxlmem_boot_fw() { # cxlmem_boot_fw NAME [GUEST-ARGS (default --fw)] [x-cxl (default true)]
 	local name=$1 gargs=${2:---fw} xcxl=${3:-true} args d dev
 	# shellcheck disable=SC2054 # commas inside QEMU option values
-	args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
+	args=("${CXLMEM_FW[@]}" -nodefaults "${E2E_TCG_ARGS[@]}"
 		-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
 		-m "$CXLMEM_GUEST_RAM" -nographic -serial stdio -monitor none -no-reboot -nic none
 		-qmp "unix:$CXLMEM_TMP/qmp.sock,server=on,wait=off"
