@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct vcxl_mig_buf; /* migstream.h */
+
 #define VCXL_NUM_BARS 6
 
 enum vcxl_bar_flags {
@@ -138,6 +140,29 @@ struct vcxl_backend_ops {
 	 * area_fd): a fresh, zeroed object; the caller asks bar_info again for
 	 * the new fd. -EOPNOTSUPP (or no op) for a BAR without such memory. */
 	int (*bar_renew)(void *dev, unsigned bar);
+
+	/* ---- migration (docs/migration.md); optional: a backend without
+	 * mig_save is not migratable (the hardware backend) ---- */
+	/* Stop (true) or restart (false) everything the device does by itself:
+	 * job steps, background commands, their DMA and interrupts. A job in
+	 * flight stays latched and goes on where it stopped. */
+	int (*mig_quiesce)(void *dev, bool stop);
+	/* Append the device's own sections (VCXL_MIG_SEC_BE_FIRST..LAST) to a
+	 * stream being written (migstream.h); host-owned state is left out. */
+	int (*mig_save)(void *dev, struct vcxl_mig_buf *b);
+	/* Loading: check one section into a staging copy (nothing applied);
+	 * then commit: 0 with every staged section applied, or -errno with
+	 * nothing applied (a section it needs is missing); abort drops the
+	 * staging copy. */
+	int (*mig_stage)(void *dev, uint32_t type, const uint8_t *p, uint64_t len, char *err,
+			 size_t errlen);
+	int (*mig_commit)(void *dev, char *err, size_t errlen);
+	void (*mig_abort)(void *dev);
+	/* Track (on) the pages of device memory the device writes itself, from
+	 * empty; off forgets them. dirty_get sets bit i of bitmap (u64 words)
+	 * for each VCXL_MIG_PAGE page [dpa + i * page, ...) written since. */
+	int (*mig_dirty)(void *dev, bool on);
+	int (*mig_dirty_get)(void *dev, uint64_t dpa, uint64_t len, uint64_t *bitmap);
 };
 
 struct vcxl_backend {

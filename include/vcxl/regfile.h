@@ -179,4 +179,27 @@ bool vcxl_rf_group_locked(const struct vcxl_regfile *rf, int group);
 /* Bits software can change right now (RW + armed RWO, minus locked; plus RW1C). */
 uint8_t vcxl_rf_writable8(const struct vcxl_regfile *rf, uint32_t off);
 
+/* Migration (docs/migration.md): a file's state is its values and its RWO bits
+ * still armed; locks and effective masks follow from them. The state is
+ * 2 * size bytes: val, then rwo_armed. */
+struct vcxl_rf_range {
+	uint32_t off, len;
+};
+static inline size_t vcxl_rf_state_len(const struct vcxl_regfile *rf)
+{
+	return 2 * (size_t)rf->size;
+}
+void vcxl_rf_save(const struct vcxl_regfile *rf, uint8_t *out);
+/* Check a saved state against this file's layout, for the bytes of the take
+ * ranges (ntake 0: the whole file): reserved bits 0, armed RWO bits among the
+ * RWO bits, and every read-only bit equal to this file's, except in the live
+ * ranges (bits the owner changes: status, Committed). 0, or -EINVAL with the
+ * first bad byte's offset in *bad_off. */
+int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t len,
+			const struct vcxl_rf_range *take, unsigned ntake,
+			const struct vcxl_rf_range *live, unsigned nlive, uint32_t *bad_off);
+/* Install a checked state's take ranges (no hooks); locks re-evaluated. */
+void vcxl_rf_load_state(struct vcxl_regfile *rf, const uint8_t *st,
+			const struct vcxl_rf_range *take, unsigned ntake);
+
 #endif /* VCXL_REGFILE_H */

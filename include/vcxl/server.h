@@ -246,11 +246,26 @@ struct vcxl_conn_cfg {
 /* Counters of one connection (the control socket reports them). */
 #define VCXL_STATS_CMDS	  32  /* messages by vfio-user command, 0..31 */
 #define VCXL_STATS_ERRNOS 134 /* error replies by errno, 1..133 (0: other) */
+/* A connection's migration (docs/migration.md), for the control socket. */
+#define VCXL_MIG_ERRMSG 160
+struct vcxl_mig_stats {
+	uint32_t state;	     /* VFIO_DEVICE_STATE_* now */
+	bool logging;	     /* DMA logging started */
+	uint64_t bytes_sent; /* MIG_DATA_READ bytes of the current/last stream */
+	uint64_t bytes_received;
+	uint64_t state_bytes;	    /* the device state's size: last saved, or being loaded */
+	uint64_t stop_copy_ms;	    /* the last STOP_COPY: entered to left */
+	int64_t stop_copy_since_ms; /* CLOCK_MONOTONIC ms STOP_COPY began; 0: not in it */
+	uint64_t transitions, failures;
+	char last_error[VCXL_MIG_ERRMSG]; /* why the last transition failed ("" none) */
+};
+
 struct vcxl_conn_stats {
 	uint64_t msgs, errors, proto_errors, dma_msgs, irqs;
 	uint64_t by_cmd[VCXL_STATS_CMDS];
 	uint64_t by_errno[VCXL_STATS_ERRNOS];
 	uint64_t dma_bytes;
+	struct vcxl_mig_stats mig;
 };
 
 /* Bind a connected client to a device. Installs DMA ops and the IRQ handler

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "vcxl/backend.h"
+#include "vcxl/migstream.h"
 #include "vcxl/uapi.h"
 
 #define VCXL_MAX_SPARSE 4
@@ -175,6 +176,25 @@ struct vcxl_dev_ops {
 	 * job); ms to the next deadline, 0 while work is left, -1 for none.
 	 * Optional. */
 	int (*poll)(void *dev);
+
+	/* ---- migration v2 (docs/migration.md); optional, all NULL or none ---- */
+	/* VFIO_MIGRATION_* flags the device supports; 0: not migratable. */
+	uint64_t (*mig_flags)(void *dev);
+	/* Stop (true) / restart (false) what the device does by itself. */
+	int (*mig_quiesce)(void *dev, bool stop);
+	/* The device state stream (migstream.h) into b; with b->count_only only
+	 * its exact length. -EFBIG: over b->max (device memory dirtied beyond
+	 * VCXL_MIG_DEVMEM_MAX). */
+	int (*mig_save)(void *dev, struct vcxl_mig_buf *b);
+	/* Load a whole stream: every part checked into a staging copy, then
+	 * committed. On error (err: one line why) nothing of the stream is
+	 * applied and the device is reset (as DEVICE_RESET) and usable. */
+	int (*mig_load)(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
+	/* The largest stream the device may send or take. */
+	uint64_t (*mig_max_size)(void *dev);
+	/* Track pages of device memory the device writes itself (sent in the
+	 * stream) from now on (on), or stop (off). */
+	int (*mig_dirty)(void *dev, bool on);
 };
 
 /* The vfio-cxl core as a device: dev is a struct vcxl_vdev *. */

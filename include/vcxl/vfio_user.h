@@ -157,6 +157,64 @@ struct vfio_user_wr_multi {
 	struct vfio_user_wr_multi_entry wrs[];
 } __attribute__((packed));
 
+/* ---- Migration v2 (vfio-user spec "VFIO_USER_DEVICE_FEATURE",
+ * "VFIO_USER_MIG_DATA_READ/WRITE"; docs/migration.md) ---- */
+/* DEVICE_FEATURE: struct vfio_device_feature {argsz, flags} then data
+ * (<linux/vfio.h>); the data of MIGRATION and MIG_DEVICE_STATE are the
+ * kernel's structs. Debian 12's <linux/vfio.h> (Linux 6.1) predates the
+ * features below: their numbers are Linux 6.2+'s. */
+#ifndef VFIO_MIGRATION_PRE_COPY
+#define VFIO_MIGRATION_PRE_COPY (1 << 2)
+#endif
+#ifndef VFIO_DEVICE_FEATURE_DMA_LOGGING_START
+#define VFIO_DEVICE_FEATURE_DMA_LOGGING_START  6
+#define VFIO_DEVICE_FEATURE_DMA_LOGGING_STOP   7
+#define VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT 8
+#endif
+#ifndef VFIO_DEVICE_FEATURE_MIG_DATA_SIZE
+#define VFIO_DEVICE_FEATURE_MIG_DATA_SIZE 9
+struct vfio_device_feature_mig_data_size {
+	__aligned_u64 stop_copy_length;
+};
+#endif
+/* enum vfio_device_mig_state of Linux 6.2+ (PRE_COPY states, unused here) */
+#define VFIO_USER_DEVICE_STATE_PRE_COPY	    6
+#define VFIO_USER_DEVICE_STATE_PRE_COPY_P2P 7
+#define VFIO_USER_DEVICE_NUM_STATES	    8
+#define VFIO_USER_FEATURE_KNOWN_FLAGS                                                              \
+	(VFIO_DEVICE_FEATURE_MASK | VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_SET |            \
+	 VFIO_DEVICE_FEATURE_PROBE)
+_Static_assert(sizeof(struct vfio_device_feature) == 8, "DEVICE_FEATURE head is 8 bytes");
+_Static_assert(sizeof(struct vfio_device_feature_migration) == 8, "MIGRATION data");
+_Static_assert(sizeof(struct vfio_device_feature_mig_state) == 8, "MIG_DEVICE_STATE data");
+
+/* DMA_LOGGING_START/STOP data: the ranges follow inline (the kernel's struct
+ * has a pointer there instead) */
+struct vfio_user_dma_logging_control {
+	uint64_t page_size;
+	uint32_t num_ranges; /* 0: log every write */
+	uint32_t reserved;
+} __attribute__((packed));
+_Static_assert(sizeof(struct vfio_user_dma_logging_control) == 16, "logging control");
+struct vfio_user_dma_logging_range {
+	uint64_t iova, length;
+} __attribute__((packed));
+_Static_assert(sizeof(struct vfio_user_dma_logging_range) == 16, "logging range");
+/* DMA_LOGGING_REPORT data: the reply appends the bitmap (u64s) at +24 */
+struct vfio_user_dma_logging_report {
+	uint64_t iova, length, page_size;
+} __attribute__((packed));
+_Static_assert(sizeof(struct vfio_user_dma_logging_report) == 24, "logging report");
+
+/* MIG_DATA_READ request {argsz, size}; reply and MIG_DATA_WRITE request
+ * {argsz, size, data} */
+struct vfio_user_mig_data {
+	uint32_t argsz;
+	uint32_t size;
+	uint8_t data[];
+} __attribute__((packed));
+_Static_assert(sizeof(struct vfio_user_mig_data) == 8, "MIG_DATA head is 8 bytes");
+
 const char *vfio_user_command_name(unsigned command);
 
 #endif /* VCXL_VFIO_USER_H */

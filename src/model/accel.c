@@ -321,6 +321,13 @@ static const struct vcxl_backend_ops model_ops = {
     .poll = m_poll,
     .hpa_renew = m_hpa_renew,
     .bar_renew = m_bar_renew,
+    .mig_quiesce = model_mig_quiesce,
+    .mig_save = model_mig_save,
+    .mig_stage = model_mig_stage,
+    .mig_commit = model_mig_commit,
+    .mig_abort = model_mig_abort,
+    .mig_dirty = model_mig_dirty,
+    .mig_dirty_get = model_mig_dirty_get,
 };
 
 /* ---- creation -------------------------------------------------------- */
@@ -475,6 +482,7 @@ void vcxl_model_destroy(struct vcxl_model *m)
 {
 	if (!m)
 		return;
+	model_mig_fini(m);
 	model_devmem_close(m);
 	if (m->bar0)
 		munmap(m->bar0, VCXL_MODEL_BAR0_SIZE);
@@ -513,7 +521,8 @@ void vcxl_model_remove(struct vcxl_model *m)
 
 int vcxl_model_poll(struct vcxl_model *m)
 {
-	if (m->removed)
+	/* removed, or quiesced for a migration: nothing runs by itself */
+	if (m->removed || m->mig_paused)
 		return -1;
 	/* a running job moves one step per poll: come back at once */
 	bool busy = model_engine_step(m);

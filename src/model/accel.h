@@ -100,6 +100,11 @@ struct vcxl_model {
 	struct vcxl_regfile memdevrf;
 	struct vcxl_memdev memdev;
 	uint8_t lsa[VCXL_MODEL_T3_LSA_SIZE];
+
+	/* migration (model_mig.c) */
+	bool mig_paused;	       /* quiesced: no job step, no background command */
+	uint64_t *dirty;	       /* a bit per VCXL_MIG_PAGE the engine wrote; NULL: off */
+	struct model_mig_stage *stage; /* a stream being loaded */
 };
 
 uint64_t model_now_ms(void);
@@ -140,9 +145,25 @@ void model_type3_flr(struct vcxl_model *m);
 void model_type3_forget(struct vcxl_model *m);
 void model_type3_poll(struct vcxl_model *m);
 
+/* model_mig.c: migration (backend.h mig_*) */
+struct vcxl_mig_buf;
+int model_mig_quiesce(void *dev, bool stop);
+int model_mig_save(void *dev, struct vcxl_mig_buf *b);
+int model_mig_stage(void *dev, uint32_t type, const uint8_t *p, uint64_t len, char *err,
+		    size_t errlen);
+int model_mig_commit(void *dev, char *err, size_t errlen);
+void model_mig_abort(void *dev);
+int model_mig_dirty(void *dev, bool on);
+int model_mig_dirty_get(void *dev, uint64_t dpa, uint64_t len, uint64_t *bitmap);
+void model_mig_fini(struct vcxl_model *m);
+/* The engine wrote [dpa, dpa + len) of device memory. */
+void model_mig_mark(struct vcxl_model *m, uint64_t dpa, uint64_t len);
+
 /* accel_engine.c: BAR2 */
 int model_bar2_layout(struct vcxl_model *m);
 void model_engine_reset(struct vcxl_model *m);
+/* A job as latched could run here (bounds, flags, vector; DMA ops not needed). */
+bool model_job_valid(const struct vcxl_model *m, const struct model_job *j);
 /* Move the running job on by up to MODEL_JOB_STEP bytes: true while it still runs. */
 bool model_engine_step(struct vcxl_model *m);
 void model_msix_update(struct vcxl_model *m);

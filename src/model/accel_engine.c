@@ -189,6 +189,24 @@ static int job_check(struct vcxl_model *m, const struct model_job *j)
 	return -EINVAL;
 }
 
+bool model_job_valid(const struct vcxl_model *m, const struct model_job *j)
+{
+	bool sh = j->flags & ACCEL_JOBF_SRC_HOST, dh = j->flags & ACCEL_JOBF_DST_HOST;
+
+	if ((j->flags & ~JOB_FLAGS_MASK) || j->vector > JOB_VECTOR_MASK ||
+	    ((j->flags & ACCEL_JOBF_IRQ) && j->vector >= VCXL_MODEL_MSIX_VECTORS))
+		return false;
+	if (j->len > m->mem_size || j->done > j->len)
+		return false;
+	switch (j->op) {
+	case ACCEL_OP_FILL:
+		return !sh && (dh || dpa_ok(m, j->dst, j->len));
+	case ACCEL_OP_COPY:
+		return (sh || dpa_ok(m, j->src, j->len)) && (dh || dpa_ok(m, j->dst, j->len));
+	}
+	return false;
+}
+
 /* BUSY off, DONE or ERROR on, JOBS_DONE++, the job's vector if it asked for one. */
 static void job_finish(struct vcxl_model *m, const struct model_job *j, int rc)
 {
@@ -209,7 +227,7 @@ bool model_engine_step(struct vcxl_model *m)
 	uint64_t n, off, gen = m->job_gen;
 	int rc = 0;
 
-	if (!j->active || j->stepping)
+	if (!j->active || j->stepping || m->mig_paused)
 		return j->active;
 	n = j->len - j->done < MODEL_JOB_STEP ? j->len - j->done : MODEL_JOB_STEP;
 	/* an overlapping copy to a higher DPA goes from the end, so no byte is
@@ -220,6 +238,9 @@ bool model_engine_step(struct vcxl_model *m)
 	if (n)
 		rc = j->op == ACCEL_OP_FILL ? fill_piece(m, &cur, off, n)
 					    : copy_piece(m, &cur, off, n);
+	/* device memory the step may have written, for a migration (model_mig.c) */
+	if (n && !(cur.flags & ACCEL_JOBF_DST_HOST))
+		model_mig_mark(m, cur.dst + off, n);
 	/* reset while the step waited for DMA: the job is gone */
 	if (gen != m->job_gen)
 		return false;

@@ -585,3 +585,57 @@ void vcxl_rf_reset(struct vcxl_regfile *rf)
 {
 	vcxl_rf_reset_range(rf, 0, rf->size);
 }
+
+/* ---- migration state ---------------------------------------------------- */
+
+void vcxl_rf_save(const struct vcxl_regfile *rf, uint8_t *out)
+{
+	memcpy(out, rf->val, rf->size);
+	memcpy(out + rf->size, rf->rwo_armed, rf->size);
+}
+
+static bool rf_in_ranges(uint32_t i, const struct vcxl_rf_range *r, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (i >= r[k].off && i - r[k].off < r[k].len)
+			return true;
+	return false;
+}
+
+int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t len,
+			const struct vcxl_rf_range *take, unsigned ntake,
+			const struct vcxl_rf_range *live, unsigned nlive, uint32_t *bad_off)
+{
+	const uint8_t *val = st, *armed = st + rf->size;
+
+	if (len != vcxl_rf_state_len(rf)) {
+		*bad_off = 0;
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < rf->size; i++) {
+		uint8_t ro;
+
+		if (ntake && !rf_in_ranges(i, take, ntake))
+			continue;
+		ro = (uint8_t) ~(rf->wmask[i] | rf->w1c[i] | rf->rwo[i] | rf->rsvd[i]);
+		if ((val[i] & rf->rsvd[i]) || (armed[i] & ~rf->rwo[i]) ||
+		    (!rf_in_ranges(i, live, nlive) && ((val[i] ^ rf->val[i]) & ro))) {
+			*bad_off = i;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void vcxl_rf_load_state(struct vcxl_regfile *rf, const uint8_t *st,
+			const struct vcxl_rf_range *take, unsigned ntake)
+{
+	for (uint32_t i = 0; i < rf->size; i++) {
+		if (ntake && !rf_in_ranges(i, take, ntake))
+			continue;
+		rf->val[i] = st[i];
+		rf->rwo_armed[i] = st[rf->size + i];
+		rf_refresh_eff(rf, i);
+	}
+	vcxl_rf_update_locks(rf);
+}

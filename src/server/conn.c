@@ -76,6 +76,7 @@ struct vcxl_conn *vcxl_conn_create(const struct vcxl_conn_cfg *cfg, const struct
 	c->msg_cap = (size_t)c->cfg.max_xfer + VCXL_SRV_MSG_SLACK;
 	c->client_max_xfer = VFIO_USER_DEF_MAX_XFER;
 	c->client_max_fds = VFIO_USER_DEF_MAX_MSG_FDS;
+	c->mig.state = c->st.mig.state = VFIO_DEVICE_STATE_RUNNING;
 	vcxl_dma_init(&c->dma, c->cfg.max_dma_maps, VCXL_SRV_PGSIZE);
 	vcxl_dma_set_budget(&c->dma, c->cfg.max_dma_mapped, c->cfg.max_fds);
 	c->dma.on_release = conn_dma_unmap_device;
@@ -293,6 +294,8 @@ static void conn_release_device(struct vcxl_conn *c)
 	if (c->dev_released || vcxl_conn_blocked(c))
 		return;
 	c->dev_released = true;
+	/* a migration the client left: the device runs again, nothing kept */
+	conn_mig_reset(c);
 	c->ops->set_dma(c->dev, &conn_closing_dma_ops, c);
 	c->ops->set_irq_handler(c->dev, conn_nodev_irq, NULL);
 	/* a device that signals eventfds itself must drop the client's */

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "coro.h"
+#include "vcxl/migstream.h"
 #include "vcxl/server.h"
 
 #define CONN_BATCH 64
@@ -68,6 +69,27 @@ struct irq_index {
 	int *trigger; /* ACTION_TRIGGER eventfds, owned */
 	int *notify;  /* ACTION_MASK/UNMASK eventfds (e.g. INTx resample), owned */
 	uint8_t *masked, *pending;
+};
+
+/* DMA logging (migration.c): one bitmap per logged IOVA range */
+struct mig_log_range {
+	uint64_t iova, len; /* iova aligned down to the logging page size */
+	uint64_t *bits;
+};
+
+/* A connection's migration (migration.c, docs/migration.md) */
+struct conn_mig {
+	uint32_t state;		 /* VFIO_DEVICE_STATE_*; RUNNING at connect */
+	struct vcxl_mig_buf out; /* STOP_COPY: the saved stream */
+	size_t out_off;		 /* bytes of it read */
+	uint8_t *in;		 /* RESUMING: the stream written so far */
+	size_t in_len, in_cap;
+	bool in_bad;	/* a write was refused: the stream cannot load */
+	bool dev_dirty; /* the device tracks its own writes to its memory */
+	bool logging;
+	uint64_t log_pgsize;
+	unsigned nranges;
+	struct mig_log_range *ranges;
 };
 
 struct vcxl_conn {
@@ -131,6 +153,7 @@ struct vcxl_conn {
 	struct vcxl_tx *tx_head, *tx_tail;
 	uint16_t next_id;
 	struct vcxl_conn_stats st;
+	struct conn_mig mig;
 };
 
 /* A reply under construction */
@@ -199,6 +222,20 @@ void conn_irq_index_free(struct irq_index *q);
 void conn_irq_rearm_all(struct vcxl_conn *c);
 void conn_irq(void *opaque, enum vcxl_irq_type type, unsigned vector);
 void conn_nodev_irq(void *opaque, enum vcxl_irq_type type, unsigned vector);
+
+/* migration.c: DEVICE_FEATURE, MIG_DATA_READ/WRITE (vfio-user migration v2) */
+int conn_handle_device_feature(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r);
+int conn_handle_mig_data_read(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r);
+int conn_handle_mig_data_write(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r);
+/* The device wrote [iova, iova + len) of client memory: dirty while logging. */
+void conn_mig_log_write(struct vcxl_conn *c, uint64_t iova, uint64_t len);
+/* DEVICE_RESET or the client gone: RUNNING, buffers and logging dropped. */
+void conn_mig_reset(struct vcxl_conn *c);
+/* The kernel's combination-transition rule (shortest path, no saving state
+ * inside it): the next state on the way from cur to target. 0, or -EINVAL
+ * for an unsupported state or no path. */
+int vcxl_mig_next_state(uint32_t cur, uint32_t target, uint32_t *next);
+const char *vcxl_mig_state_name(uint32_t state);
 
 /* dma_xfer.c */
 extern const struct vcxl_dma_ops conn_dma_ops;

@@ -117,6 +117,8 @@ static int conn_dma_rw(struct vcxl_conn *c, uint64_t iova, uint8_t *buf, size_t 
 			}
 		}
 		c->st.dma_bytes += chunk;
+		if (write)
+			conn_mig_log_write(c, iova, chunk);
 		iova += chunk;
 		buf += chunk;
 		len -= chunk;

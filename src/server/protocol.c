@@ -645,6 +645,8 @@ static int handle_reset(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r
 		return reply_error(r, -rc);
 	}
 	conn_irq_rearm_all(c);
+	/* vfio-user spec: DEVICE_RESET is the way out of ERROR, back to RUNNING */
+	conn_mig_reset(c);
 	vcxl_log(VCXL_LOG_INFO, "%s: device reset", conn_name(c));
 	return 0;
 }
@@ -697,6 +699,15 @@ void conn_handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
 			break;
 		case VFIO_USER_DEVICE_RESET:
 			handle_reset(c, m, &r);
+			break;
+		case VFIO_USER_DEVICE_FEATURE:
+			conn_handle_device_feature(c, m, &r);
+			break;
+		case VFIO_USER_MIG_DATA_READ:
+			conn_handle_mig_data_read(c, m, &r);
+			break;
+		case VFIO_USER_MIG_DATA_WRITE:
+			conn_handle_mig_data_write(c, m, &r);
 			break;
 		case VFIO_USER_DMA_READ:
 		case VFIO_USER_DMA_WRITE:

@@ -327,6 +327,11 @@ static uint8_t *cxl_region_map(struct vcxl_vdev *v)
 	return v->region_map;
 }
 
+uint8_t *vdev_region_map(struct vcxl_vdev *v)
+{
+	return cxl_region_map(v);
+}
+
 static void *vdev_region_ptr(void *dev, uint32_t index, uint64_t off, size_t len)
 {
 	struct vcxl_vdev *v = dev;
@@ -794,6 +799,12 @@ const struct vcxl_dev_ops vcxl_vdev_ops = {
     .client_gone = vdev_client_gone,
     .prepare = vdev_prepare,
     .poll = vdev_poll,
+    .mig_flags = vmig_flags,
+    .mig_quiesce = vmig_quiesce,
+    .mig_save = vmig_save,
+    .mig_load = vmig_load,
+    .mig_max_size = vmig_max_size,
+    .mig_dirty = vmig_dirty,
 };
 
 struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v)

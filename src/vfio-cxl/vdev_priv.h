@@ -192,4 +192,15 @@ void vbar_msix_rearm(struct vcxl_vdev *v);
 void vbar_msix_disarm_all(struct vcxl_vdev *v);
 void vbar_mbox_reset(struct vcxl_vdev *v);
 
+/* vdev.c: the server's mapping of the CXL region (made on first use) */
+uint8_t *vdev_region_map(struct vcxl_vdev *v);
+
+/* vmig.c: migration, the device table's mig_* entries (docs/migration.md) */
+uint64_t vmig_flags(void *dev);
+int vmig_quiesce(void *dev, bool stop);
+int vmig_save(void *dev, struct vcxl_mig_buf *b);
+int vmig_load(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
+uint64_t vmig_max_size(void *dev);
+int vmig_dirty(void *dev, bool on);
+
 #endif /* VCXL_VDEV_PRIV_H */

@@ -117,7 +117,7 @@ static void test_malformed(struct harness *h)
 	const struct bad bads[] = {
 	    {"unknown command 99", 99, 0, {0}, 0, 0, ENOSYS},
 	    {"command 0", 0, 0, {0}, 0, 0, ENOSYS},
-	    {"DEVICE_FEATURE", VFIO_USER_DEVICE_FEATURE, 0, {0}, 8, 0, ENOSYS},
+	    {"DEVICE_FEATURE argsz 0", VFIO_USER_DEVICE_FEATURE, 0, {0}, 8, 0, EINVAL},
 	    {"REGION_IO_FDS", VFIO_USER_DEVICE_GET_REGION_IO_FDS, 0, {16}, 16, 0, ENOSYS},
 	    {"second VERSION", VFIO_USER_VERSION, 0, {0, 0, 0, 0, '{', '}', 0}, 7, 0, EINVAL},
 	    {"GET_INFO short", VFIO_USER_DEVICE_GET_INFO, 0, {16}, 4, 0, EINVAL},

@@ -485,8 +485,18 @@ static void test_malformed(void)
 	uint32_t v;
 
 	is(raw_err(c, 99, 0, NULL, 0, NULL, 0), ENOSYS, "unknown command: ENOSYS");
-	is(raw_err(c, VFIO_USER_DEVICE_FEATURE, 0, &v, 4, NULL, 0), ENOSYS,
-	   "DEVICE_FEATURE: ENOSYS");
+	is(raw_err(c, VFIO_USER_DEVICE_FEATURE, 0, &v, 4, NULL, 0), EINVAL,
+	   "DEVICE_FEATURE of 4 bytes: EINVAL");
+	{
+		/* a device without migration (the fake's table has no mig_*) */
+		struct vfio_device_feature f = {
+		    .argsz = 16, .flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIGRATION};
+		struct vfio_user_mig_data d = {.argsz = 8 + 64, .size = 64};
+		is(raw_err(c, VFIO_USER_DEVICE_FEATURE, 0, &f, sizeof(f), NULL, 0), ENOTTY,
+		   "DEVICE_FEATURE MIGRATION on a device without it: ENOTTY");
+		is(raw_err(c, VFIO_USER_MIG_DATA_READ, 0, &d, sizeof(d), NULL, 0), ENOTTY,
+		   "MIG_DATA_READ on a device without migration: ENOTTY");
+	}
 	is(raw_err(c, VFIO_USER_DMA_READ, 0, &v, 4, NULL, 0), EINVAL, "client DMA_READ: EINVAL");
 	is(raw_err(c, VFIO_USER_DEVICE_RESET, 0, NULL, 0, &efd, 1), EINVAL,
 	   "unexpected fd: EINVAL");

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/* The migration stream's framing: writer, reader, CRC-32 (include/vcxl/migstream.h). */
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vcxl/migstream.h"
+
+/* Header field offsets (docs/migration.md "Stream format") */
+#define H_MAGIC	   0
+#define H_MAJOR	   8
+#define H_MINOR	   10
+#define H_HDR_LEN  12
+#define H_LEN	   16
+#define H_FLAGS	   24
+#define H_CRC	   28
+#define H_VENDOR   32
+#define H_DEVICE   34
+#define H_CLASS	   36
+#define H_PERS	   40
+#define H_GDEC	   44
+#define H_HDEC	   48
+#define H_CFGSZ	   52
+#define H_MEM	   56
+#define H_REGION   64
+#define H_BARS	   72
+#define H_RESERVED (H_BARS + 8 * VCXL_MIG_NUM_BARS)
+_Static_assert(H_RESERVED <= VCXL_MIG_HDR_LEN, "header fits");
+/* Section head field offsets */
+#define S_TYPE	   0
+#define S_FLAGS	   4
+#define S_LEN	   8
+#define S_CRC	   16
+#define S_RSVD	   20
+#define CRC32_POLY 0xedb88320u /* IEEE 802.3, reflected */
+
+uint32_t vcxl_crc32(uint32_t crc, const void *p, size_t n)
+{
+	static uint32_t table[256];
+	static int ready;
+	const uint8_t *b = p;
+
+	if (!ready) {
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = (c & 1) ? CRC32_POLY ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+		ready = 1;
+	}
+	crc = ~crc;
+	for (size_t i = 0; i < n; i++)
+		crc = table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+static void wr16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+static void wr32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+static void wr64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+/* ---- writer ---- */
+
+static size_t buf_max(const struct vcxl_mig_buf *b)
+{
+	return b->max ? b->max : (size_t)(VCXL_MIG_STATE_MAX + VCXL_MIG_DEVMEM_MAX);
+}
+
+uint8_t *vcxl_mig_reserve(struct vcxl_mig_buf *b, size_t n)
+{
+	uint8_t *p;
+
+	if (b->err)
+		return NULL;
+	if (n > buf_max(b) || b->len > buf_max(b) - n) {
+		b->err = -EFBIG;
+		return NULL;
+	}
+	if (b->count_only) {
+		b->len += n;
+		return NULL;
+	}
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 64u << 10;
+		while (cap < b->len + n)
+			cap *= 2;
+		uint8_t *d = realloc(b->data, cap);
+		if (!d) {
+			b->err = -ENOMEM;
+			return NULL;
+		}
+		b->data = d;
+		b->cap = cap;
+	}
+	p = b->data + b->len;
+	memset(p, 0, n);
+	b->len += n;
+	return p;
+}
+
+int vcxl_mig_put(struct vcxl_mig_buf *b, const void *p, size_t n)
+{
+	uint8_t *d = vcxl_mig_reserve(b, n);
+
+	if (d && n)
+		memcpy(d, p, n);
+	return b->err;
+}
+
+int vcxl_mig_put_u32(struct vcxl_mig_buf *b, uint32_t v)
+{
+	uint8_t *d = vcxl_mig_reserve(b, 4);
+
+	if (d)
+		wr32(d, v);
+	return b->err;
+}
+
+int vcxl_mig_put_u64(struct vcxl_mig_buf *b, uint64_t v)
+{
+	uint8_t *d = vcxl_mig_reserve(b, 8);
+
+	if (d)
+		wr64(d, v);
+	return b->err;
+}
+
+int vcxl_mig_begin(struct vcxl_mig_buf *b, const struct vcxl_mig_geom *g)
+{
+	uint8_t *h = vcxl_mig_reserve(b, VCXL_MIG_HDR_LEN);
+
+	if (!h)
+		return b->err;
+	wr64(h + H_MAGIC, VCXL_MIG_MAGIC);
+	wr16(h + H_MAJOR, VCXL_MIG_VERSION_MAJOR);
+	wr16(h + H_MINOR, VCXL_MIG_VERSION_MINOR);
+	wr32(h + H_HDR_LEN, VCXL_MIG_HDR_LEN);
+	wr16(h + H_VENDOR, g->vendor);
+	wr16(h + H_DEVICE, g->device);
+	wr32(h + H_CLASS, g->class_code);
+	wr32(h + H_PERS, g->personality);
+	wr32(h + H_GDEC, g->guest_decoders);
+	wr32(h + H_HDEC, g->host_decoders);
+	wr32(h + H_CFGSZ, g->config_size);
+	wr64(h + H_MEM, g->mem_size);
+	wr64(h + H_REGION, g->region_size);
+	for (unsigned i = 0; i < VCXL_MIG_NUM_BARS; i++)
+		wr64(h + H_BARS + 8 * i, g->bar_size[i]);
+	return 0;
+}
+
+int vcxl_mig_sec_begin(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags)
+{
+	size_t at = b->len;
+	uint8_t *h = vcxl_mig_reserve(b, VCXL_MIG_SEC_HDR_LEN);
+
+	b->sec_at = at;
+	if (h) {
+		wr32(h + S_TYPE, type);
+		wr32(h + S_FLAGS, flags);
+	}
+	return b->err;
+}
+
+int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
+{
+	size_t plen = b->len - b->sec_at - VCXL_MIG_SEC_HDR_LEN;
+	size_t pad = (VCXL_MIG_ALIGN - plen % VCXL_MIG_ALIGN) % VCXL_MIG_ALIGN;
+
+	vcxl_mig_reserve(b, pad);
+	if (b->err)
+		return b->err;
+	b->nsec++;
+	if (b->count_only)
+		return 0;
+	uint8_t *h = b->data + b->sec_at;
+	wr64(h + S_LEN, plen);
+	wr32(h + S_CRC, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
+	return 0;
+}
+
+int vcxl_mig_finish(struct vcxl_mig_buf *b)
+{
+	uint32_t nsec = b->nsec;
+
+	vcxl_mig_sec_begin(b, VCXL_MIG_SEC_END, 0);
+	size_t end_at = b->sec_at;
+	uint8_t *e = vcxl_mig_reserve(b, VCXL_MIG_END_LEN);
+	if (b->err)
+		return b->err;
+	if (!b->count_only) {
+		/* the header's length and CRC first: the END CRC covers them */
+		wr64(b->data + H_LEN, b->len);
+		wr32(b->data + H_CRC, 0);
+		wr32(b->data + H_CRC, vcxl_crc32(0, b->data, VCXL_MIG_HDR_LEN));
+		wr32(e, vcxl_crc32(0, b->data, end_at));
+		wr32(e + 4, nsec);
+	}
+	return vcxl_mig_sec_end(b);
+}
+
+void vcxl_mig_buf_free(struct vcxl_mig_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- reader ---- */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vcxl_mig_hdr *h,
+		  char *err, size_t errlen)
+{
+	const uint8_t *p = s;
+	uint8_t tmp[VCXL_MIG_HDR_LEN];
+
+	memset(it, 0, sizeof(*it));
+	memset(h, 0, sizeof(*h));
+	if (len < 8 || rd64(p + H_MAGIC) != VCXL_MIG_MAGIC)
+		return fail(err, errlen, "not a vcxl device state (bad magic)");
+	if (len < VCXL_MIG_HDR_LEN)
+		return fail(err, errlen, "stream truncated in its header (%zu bytes)", len);
+	h->magic = rd64(p + H_MAGIC);
+	h->major = rd16(p + H_MAJOR);
+	h->minor = rd16(p + H_MINOR);
+	h->hdr_len = rd32(p + H_HDR_LEN);
+	h->stream_len = rd64(p + H_LEN);
+	h->flags = rd32(p + H_FLAGS);
+	if (h->major != VCXL_MIG_VERSION_MAJOR)
+		return fail(err, errlen, "stream version %u.%u, this server reads %u.x", h->major,
+			    h->minor, VCXL_MIG_VERSION_MAJOR);
+	if (h->hdr_len != VCXL_MIG_HDR_LEN)
+		return fail(err, errlen, "header length %u, expected %u", h->hdr_len,
+			    VCXL_MIG_HDR_LEN);
+	memcpy(tmp, p, sizeof(tmp));
+	wr32(tmp + H_CRC, 0);
+	if (vcxl_crc32(0, tmp, sizeof(tmp)) != rd32(p + H_CRC))
+		return fail(err, errlen, "header checksum mismatch");
+	if (h->flags)
+		return fail(err, errlen, "unknown header flags 0x%x", h->flags);
+	for (unsigned i = H_RESERVED; i < VCXL_MIG_HDR_LEN; i++)
+		if (p[i])
+			return fail(err, errlen, "reserved header byte %u not zero", i);
+	if (h->stream_len != len)
+		return fail(err, errlen, "stream is %zu bytes, its header says %llu (%s)", len,
+			    (unsigned long long)h->stream_len,
+			    len < h->stream_len ? "truncated" : "trailing bytes");
+	h->geom.vendor = rd16(p + H_VENDOR);
+	h->geom.device = rd16(p + H_DEVICE);
+	h->geom.class_code = rd32(p + H_CLASS);
+	h->geom.personality = rd32(p + H_PERS);
+	h->geom.guest_decoders = rd32(p + H_GDEC);
+	h->geom.host_decoders = rd32(p + H_HDEC);
+	h->geom.config_size = rd32(p + H_CFGSZ);
+	h->geom.mem_size = rd64(p + H_MEM);
+	h->geom.region_size = rd64(p + H_REGION);
+	for (unsigned i = 0; i < VCXL_MIG_NUM_BARS; i++)
+		h->geom.bar_size[i] = rd64(p + H_BARS + 8 * i);
+	it->s = p;
+	it->len = len;
+	it->off = VCXL_MIG_HDR_LEN;
+	return 0;
+}
+
+int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, const uint8_t **p,
+		  uint64_t *len, char *err, size_t errlen)
+{
+	const uint8_t *h;
+	uint64_t plen, padded;
+
+	if (it->ended)
+		return 0;
+	if (it->len - it->off < VCXL_MIG_SEC_HDR_LEN)
+		return fail(err, errlen, "stream truncated at byte %zu: no END section", it->off);
+	h = it->s + it->off;
+	*type = rd32(h + S_TYPE);
+	*flags = rd32(h + S_FLAGS);
+	plen = rd64(h + S_LEN);
+	if (*type <= it->last_type)
+		return fail(err, errlen, "section %s (%u) at byte %zu %s", vcxl_mig_sec_name(*type),
+			    *type, it->off, *type == it->last_type ? "duplicated" : "out of order");
+	if (*flags & ~VCXL_MIG_SEC_FLAGS)
+		return fail(err, errlen, "section %s: unknown flags 0x%x", vcxl_mig_sec_name(*type),
+			    *flags);
+	if (rd32(h + S_RSVD))
+		return fail(err, errlen, "section %s: reserved field not zero",
+			    vcxl_mig_sec_name(*type));
+	padded = plen + (VCXL_MIG_ALIGN - plen % VCXL_MIG_ALIGN) % VCXL_MIG_ALIGN;
+	if (plen > it->len || padded > it->len - it->off - VCXL_MIG_SEC_HDR_LEN)
+		return fail(err, errlen, "section %s: %llu bytes, past the end of the stream",
+			    vcxl_mig_sec_name(*type), (unsigned long long)plen);
+	*p = h + VCXL_MIG_SEC_HDR_LEN;
+	*len = plen;
+	if (vcxl_crc32(0, *p, plen) != rd32(h + S_CRC))
+		return fail(err, errlen, "section %s: checksum mismatch", vcxl_mig_sec_name(*type));
+	for (uint64_t i = plen; i < padded; i++)
+		if ((*p)[i])
+			return fail(err, errlen, "section %s: padding not zero",
+				    vcxl_mig_sec_name(*type));
+	if (*type == VCXL_MIG_SEC_END) {
+		if (plen != VCXL_MIG_END_LEN)
+			return fail(err, errlen, "END section of %llu bytes",
+				    (unsigned long long)plen);
+		if (rd32(*p) != vcxl_crc32(0, it->s, it->off))
+			return fail(err, errlen, "stream checksum mismatch");
+		if (rd32(*p + 4) != it->nsec)
+			return fail(err, errlen, "END counts %u sections, the stream has %u",
+				    rd32(*p + 4), it->nsec);
+		if (it->off + VCXL_MIG_SEC_HDR_LEN + padded != it->len)
+			return fail(err, errlen, "bytes after the END section");
+		it->ended = true;
+		return 0;
+	}
+	it->off += VCXL_MIG_SEC_HDR_LEN + padded;
+	it->last_type = *type;
+	it->nsec++;
+	return 1;
+}
+
+const uint8_t *vcxl_mig_get(struct vcxl_mig_rd *r, size_t n)
+{
+	const uint8_t *p;
+
+	if (r->bad || n > r->len - r->off) {
+		r->bad = true;
+		return NULL;
+	}
+	p = r->p + r->off;
+	r->off += n;
+	return p;
+}
+
+uint32_t vcxl_mig_get_u32(struct vcxl_mig_rd *r)
+{
+	const uint8_t *p = vcxl_mig_get(r, 4);
+
+	return p ? rd32(p) : 0;
+}
+
+uint64_t vcxl_mig_get_u64(struct vcxl_mig_rd *r)
+{
+	const uint8_t *p = vcxl_mig_get(r, 8);
+
+	return p ? rd64(p) : 0;
+}
+
+const char *vcxl_mig_sec_name(uint32_t type)
+{
+	switch (type) {
+	case VCXL_MIG_SEC_VCFG:
+		return "VCFG";
+	case VCXL_MIG_SEC_VDOE:
+		return "VDOE";
+	case VCXL_MIG_SEC_VCOMP:
+		return "VCOMP";
+	case VCXL_MIG_SEC_VMBOX:
+		return "VMBOX";
+	case VCXL_MIG_SEC_HOST:
+		return "HOST";
+	case VCXL_MIG_SEC_MODEL_CFG:
+		return "MODEL_CFG";
+	case VCXL_MIG_SEC_MODEL_BAR2:
+		return "MODEL_BAR2";
+	case VCXL_MIG_SEC_MODEL_JOB:
+		return "MODEL_JOB";
+	case VCXL_MIG_SEC_MODEL_BAR0:
+		return "MODEL_BAR0";
+	case VCXL_MIG_SEC_MODEL_T3:
+		return "MODEL_T3";
+	case VCXL_MIG_SEC_DEVMEM:
+		return "DEVMEM";
+	case VCXL_MIG_SEC_END:
+		return "END";
+	}
+	return "unknown";
+}
