@@ -1,24 +1,30 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""migrate-block.py QEMU SERVER LOGDIR - a VM with a vcxl device refuses to migrate (TAP).
+"""migrate-block.py QEMU SERVER LOGDIR - a VM whose vcxl server cannot migrate refuses to (TAP).
 
 Two vcxl-servers and two CXL-aware QEMUs (TCG, no guest kernel: SeaBIOS runs and finds
 nothing to boot) with the same command line, the device (id vcxl0) under a CXL root port;
-the second QEMU waits with -incoming unix:PATH. QMP `migrate` on the source must be refused
-with an error that names the device (its id, its socket, vfio-cxl), no migration may start
-or complete, the source must run on with its device answering (a config space read through
-QEMU's ECAM reaches the server: its REGION_READ count grows and the vendor ID is read back),
-and the destination must still wait. Last, a QEMU with -only-migratable must refuse the
-device at start. Before vmm/qemu's migration blocker the migration completed.
+the second QEMU waits with -incoming unix:PATH. Each QEMU reaches its server through a relay
+in this script that plays a server without migration support, as vcxl-server was before it
+had any (and as its hardware backend is): DEVICE_FEATURE and MIG_DATA_READ/WRITE are
+answered ENOSYS, every other message passes through with its fds. QMP `migrate` on the
+source must be refused with an error that names the device (its id, its socket, vfio-cxl),
+no migration may start or complete, the source must run on with its device answering (a
+config space read through QEMU's ECAM reaches the server: its REGION_READ count grows and
+the vendor ID is read back), and the destination must still wait. Last, a QEMU with
+-only-migratable must refuse the device at start. Before vmm/qemu's migration blocker the
+migration completed, and the device's state was lost.
 Logs in LOGDIR: src.*, dst.*, srv-*.log, only-migratable.log.
 """
 import json
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 QEMU, SERVER, LOGDIR = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -111,6 +117,84 @@ def qmp(path):
     return q
 
 
+class NoMigrationRelay:
+    """A vfio-user relay at PATH to the server at UPSTREAM that answers DEVICE_FEATURE (16),
+    MIG_DATA_READ (17) and MIG_DATA_WRITE (18) with ENOSYS and passes every other message,
+    with its fds (SCM_RIGHTS, sent with the header), both ways. One relay per QEMU
+    connection, in threads of this process (so the server's client pid is ours)."""
+    HDR = struct.Struct("<HHIII")  # id, command, size (with the header), flags, error
+    NO_MIGRATION = (16, 17, 18)
+    ENOSYS = 38
+
+    def __init__(self, path, upstream):
+        self.upstream = upstream
+        self.ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.ls.bind(path)
+        self.ls.listen(4)
+        self.refused = 0
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            u.connect(self.upstream)
+            lock = threading.Lock()  # writes to QEMU: relayed replies and our ENOSYS
+            threading.Thread(target=self.pump, args=(c, u, lock, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(u, c, lock, False), daemon=True).start()
+
+    @staticmethod
+    def recv_msg(s):
+        buf, fds = b"", []
+        while len(buf) < 16:
+            d, anc, _, _ = s.recvmsg(16 - len(buf), socket.CMSG_SPACE(64 * 4))
+            if not d:
+                return None, fds
+            buf += d
+            for lvl, typ, data in anc:
+                if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    fds += list(struct.unpack(f"{len(data) // 4}i", data[:len(data) // 4 * 4]))
+        size = NoMigrationRelay.HDR.unpack(buf)[2]
+        while len(buf) < size:
+            d = s.recv(size - len(buf))
+            if not d:
+                return None, fds
+            buf += d
+        return buf, fds
+
+    def pump(self, src, dst, lock, from_qemu):
+        try:
+            while True:
+                msg, fds = self.recv_msg(src)
+                if msg is None:
+                    break
+                mid, cmd, _, flags, _ = self.HDR.unpack(msg[:16])
+                if from_qemu and cmd in self.NO_MIGRATION and (flags & 0xF) == 0:
+                    self.refused += 1
+                    with lock:
+                        src.sendall(self.HDR.pack(mid, cmd, 16, 0x1 | 0x20, self.ENOSYS))
+                    continue
+                anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                        struct.pack(f"{len(fds)}i", *fds))] if fds else []
+                if from_qemu:
+                    dst.sendmsg([msg], anc)
+                else:
+                    with lock:
+                        dst.sendmsg([msg], anc)
+                for fd in fds:
+                    os.close(fd)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 def start_server(tmp, name):
     sock = os.path.join(tmp, f"{name}.sock")
     log = open(os.path.join(LOGDIR, f"srv-{name}.log"), "w")
@@ -193,7 +277,8 @@ def config_read_ecam(q, bdf):
 
 
 def device_answers(q, ctl, bdf, qpid):
-    """The source's device answers: a config read through QEMU reaches the server."""
+    """The source's device answers: a config read through QEMU reaches the server (whose
+    client is the relay in this process, qpid)."""
     pid0, reads0 = region_reads(ctl)
     val, out = config_read_ecam(q, bdf)
     pid1, reads1 = region_reads(ctl)
@@ -241,8 +326,12 @@ def run(tmp):
     if not (ok1 and ok2):
         return
     mig = os.path.join(tmp, "mig.sock")
-    src, sq = start_qemu("src", ssock, tmp, [])
-    dst, dq = start_qemu("dst", dsock, tmp, ["-incoming", f"unix:{mig}"])
+    # QEMU talks to the servers through relays that refuse migration
+    qssock, qdsock = os.path.join(tmp, "src-nomig.sock"), os.path.join(tmp, "dst-nomig.sock")
+    srelay = NoMigrationRelay(qssock, ssock)
+    NoMigrationRelay(qdsock, dsock)
+    src, sq = start_qemu("src", qssock, tmp, [])
+    dst, dq = start_qemu("dst", qdsock, tmp, ["-incoming", f"unix:{mig}"])
     tap(sq is not None and dq is not None,
         "source QEMU runs and the destination waits (-incoming), both with vcxl0")
     if sq is None or dq is None:
@@ -258,8 +347,9 @@ def run(tmp):
     if bdf is None:
         return
     bdf = bdf[:3]
-    ok, why = device_answers(sq, sctl, bdf, src.pid)
+    ok, why = device_answers(sq, sctl, bdf, os.getpid())
     tap(ok, "before migrate: a config read through the source QEMU reaches its server", why)
+    note(f"the relay answered {srelay.refused} migration requests ENOSYS")
 
     t = time.monotonic()
     r = sq.cmd("migrate", uri=f"unix:{mig}")
@@ -267,11 +357,13 @@ def run(tmp):
     err = r.get("error", {}).get("desc", "")
     note(f"migrate -> {json.dumps(r)} ({ms:.0f} ms)")
     tap("error" in r, "QMP migrate is refused", json.dumps(r))
-    for word, what in ((f"'{ID}'", "the device id"), (ssock, "its socket"),
+    for word, what in ((f"'{ID}'", "the device id"), (qssock, "its socket"),
                        ("vfio-cxl", "vfio-cxl"), ("migration", "migration")):
         tap(word in err, f"the error names {what} ({word})", f"error: {err!r}")
-    tap("would be lost" in err and "CXL memory" in err,
-        "the error says why: the device state (CXL memory) would be lost", f"error: {err!r}")
+    tap("would be lost" in err and "CXL memory" in err and "does not support vfio-user "
+        "migration" in err,
+        "the error says why: the server cannot migrate, the device state (CXL memory) would "
+        "be lost", f"error: {err!r}")
 
     # what happens without the blocker: the migration runs to its end (recorded, not waited
     # on for long)
@@ -290,7 +382,7 @@ def run(tmp):
     st = sq.cmd("query-status").get("return", {})
     tap(st.get("status") == "running" and st.get("running") is True,
         "the source VM is still running", f"query-status {st}")
-    ok, why = device_answers(sq, sctl, bdf, src.pid)
+    ok, why = device_answers(sq, sctl, bdf, os.getpid())
     tap(ok, "after migrate: the source's device still answers through its server", why)
     dst_st = dq.cmd("query-status").get("return", {})
     tap(dst_st.get("status") == "inmigrate", "the destination still waits (inmigrate)",
@@ -309,7 +401,7 @@ def run(tmp):
 
     # -only-migratable: a device that blocks migration is refused at start
     log = os.path.join(LOGDIR, "only-migratable.log")
-    args = qemu_args(ssock, os.path.join(tmp, "om.qmp"), ["-only-migratable", "-S"])
+    args = qemu_args(qssock, os.path.join(tmp, "om.qmp"), ["-only-migratable", "-S"])
     with open(log, "w") as f:
         p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
         procs.append(p)

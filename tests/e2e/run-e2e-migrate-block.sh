@@ -1,14 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# run-e2e-migrate-block.sh BUILDDIR - a VM with a vcxl device refuses live migration (TAP).
+# run-e2e-migrate-block.sh BUILDDIR - a VM whose vcxl server cannot migrate refuses live
+# migration (TAP).
 #
-# Until the device state migrates (vfio-user migration v2, a later issue), vmm/qemu's
-# series registers a migration blocker for every vfio-user-pci device; without it a
-# migration "completes" and the destination's device is reset against a fresh server, the
-# guest's decoders and CXL memory lost. tests/e2e/migrate-block.py starts two vcxl-servers
-# and two CXL-aware QEMUs (TCG, no guest kernel), the second with -incoming, and checks that
-# QMP migrate is refused with an error naming vcxl0, that nothing migrates, that the source
-# runs on with its device answering, and that -only-migratable refuses the device.
+# vmm/qemu's series migrates a vfio-user-pci device through its server (vfio-user
+# migration v2) and registers a migration blocker when the server does not support it (the
+# hardware backend, an older server); without one a migration "completes" and the
+# destination's device is reset against a fresh server, the guest's decoders and CXL memory
+# lost. tests/e2e/migrate-block.py starts two vcxl-servers behind relays that answer the
+# migration messages ENOSYS, and two CXL-aware QEMUs (TCG, no guest kernel), the second
+# with -incoming, and checks that QMP migrate is refused with an error naming vcxl0, that
+# nothing migrates, that the source runs on with its device answering, and that
+# -only-migratable refuses the device.
 # Seconds, not minutes: no guest boots. Skips visibly (TAP "1..0 # SKIP") when the
 # CXL-aware QEMU cannot be had (cxlmem-lib.sh: VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU).
 # Logs: BUILDDIR/e2e-migrate-block/.
