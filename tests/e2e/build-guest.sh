@@ -77,6 +77,7 @@ ${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -I"$SRCROOT/includ
 O="$OUT/overlay.staging"
 rm -rf "$O"
 mkdir -p "$O/bin"
+ird_init_lib "$O"
 install -m 0755 "$HERE/init.sh" "$O/init"
 install -m 0755 "$OUT/cxl-guest-test" "$O/bin/cxl-guest-test"
 ird_pack "$O" "$OUT/overlay.cpio.gz"

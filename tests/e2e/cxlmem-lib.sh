@@ -128,6 +128,7 @@ cxlmem_guest() { # cxlmem_guest OUT
 	O="$out/cxlmem-overlay.staging"
 	rm -rf "$O"
 	mkdir -p "$O/bin"
+	ird_init_lib "$O"
 	install -m 0755 "$CXLMEM_HERE/init-cxlmem.sh" "$O/init"
 	install -m 0755 "$out/cxlmem-guest" "$O/bin/cxlmem-guest"
 	ird_pack "$O" "$out/cxlmem-overlay.cpio.gz"
@@ -150,17 +151,6 @@ with open(path, "wb") as f:
 PY
 }
 
-cxlmem_wait_socket() { # PATH PID
-	local i=0
-	while [ $i -lt 100 ]; do
-		[ -S "$1" ] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-
 cxlmem_start_server() { # cxlmem_start_server NAME
 	local name=$1 server="$CXLMEM_BUILD/src/tools/vcxl-server"
 	CXLMEM_TMP=$(mktemp -d /tmp/vcxl-cxlmem.XXXXXX)
@@ -170,12 +160,12 @@ cxlmem_start_server() { # cxlmem_start_server NAME
 	# region by REGION_READ/WRITE only, which QEMU cannot map (docs/security.md). Without
 	# --backing the region is a sealed memfd that every client may map.
 	# --on-disconnect keep: the host reads what the guest left (the default zeroes it).
-	"$server" --socket "$CXLMEM_TMP/vcxl.sock" --mem-size 1G --decoders 2 \
-		--backing "$CXLMEM_TMP/devmem.img" --trust-client --on-disconnect keep \
-		--log-level debug \
-		> "$CXLMEM_LOGDIR/$name.server.log" 2>&1 &
-	CXLMEM_SPID=$!
-	cxlmem_wait_socket "$CXLMEM_TMP/vcxl.sock" "$CXLMEM_SPID"
+	e2e_server_start "$CXLMEM_LOGDIR/$name.server.log" "$server" --socket "$CXLMEM_TMP/vcxl.sock" \
+		--mem-size 1G --decoders 2 --backing "$CXLMEM_TMP/devmem.img" --trust-client \
+		--on-disconnect keep --log-level debug
+	local rc=$?
+	CXLMEM_SPID=$E2E_SERVER_PID
+	return $rc
 }
 
 cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
@@ -212,10 +202,11 @@ cxlmem_boot() { # cxlmem_boot NAME GUEST-ARGS [t3]
 cxlmem_start_server_fw() { # cxlmem_start_server_fw NAME
 	local name=$1 server="$CXLMEM_BUILD/src/tools/vcxl-server"
 	[ -n "$CXLMEM_TMP" ] || CXLMEM_TMP=$(mktemp -d /tmp/vcxl-cxlmem.XXXXXX)
-	"$server" --socket "$CXLMEM_TMP/fw.sock" --devices 2 --mem-size 512M --firmware-committed \
-		--on-disconnect keep --log-level debug > "$CXLMEM_LOGDIR/$name.server.log" 2>&1 &
-	CXLMEM_SPID=$!
-	cxlmem_wait_socket "$CXLMEM_TMP/fw.sock.1" "$CXLMEM_SPID"
+	e2e_server_start "$CXLMEM_LOGDIR/$name.server.log" "$server" --socket "$CXLMEM_TMP/fw.sock" \
+		--devices 2 --mem-size 512M --firmware-committed --on-disconnect keep --log-level debug
+	local rc=$?
+	CXLMEM_SPID=$E2E_SERVER_PID
+	return $rc
 }
 
 # QMP on $1: device_del $2 once the console $3 says UNPLUG-READY, then QEMU's view of the
@@ -382,7 +373,7 @@ with open(path, "rb") as f:
 
 cxlmem_stop() {
 	e2e_boot_stop
-	[ -n "$CXLMEM_SPID" ] && kill "$CXLMEM_SPID" 2>/dev/null && wait "$CXLMEM_SPID" 2>/dev/null
+	[ -n "$CXLMEM_SPID" ] && e2e_server_stop "$CXLMEM_SPID"
 	[ -n "$CXLMEM_TMP" ] && rm -rf "$CXLMEM_TMP"
 	CXLMEM_SPID=""
 	CXLMEM_TMP=""

@@ -9,16 +9,11 @@
 # The region is the first the CXL bus shows once the driver bound; the host compares it
 # with what QEMU (the VM's firmware) committed. One "STEP name: ok|FAIL detail" line per
 # check.
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mkdir -p /tmp /run
-mount -t tmpfs tmpfs /tmp
+E2E_INIT_PRINTK=keep
+# shellcheck source=tests/e2e/guest/e2e-init.sh
+. /lib/e2e-init.sh
 # the kernel's messages stay on the console for the watchdog until the driver is up; then
 # warnings only (the driver's own lines are in the dmesg section)
-sec() { echo "=== $* === (uptime $(cut -d' ' -f1 /proc/uptime)s)"; }
 step() { # step ok|FAIL NAME DETAIL
 	echo "STEP $2: $1 $3"
 }

@@ -11,19 +11,9 @@
 # maps the region where the guest committed it): then the region is not destroyed
 # but onlined as system RAM through dax kmem, its new NUMA node checked, and
 # /bin/numa-guest allocates on that node (mbind) and writes and verifies it.
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu
+# shellcheck source=tests/e2e/guest/e2e-init.sh
+. /lib/e2e-init.sh
 
-mount -t proc proc /proc
-# the kernel's boot messages were on the console (the host's boot watchdog counts them as
-# progress: tests/e2e/lib.sh); from here on warnings and worse only, as `quiet` was before
-echo 4 > /proc/sys/kernel/printk
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mkdir -p /tmp /run
-mount -t tmpfs tmpfs /tmp
-
-sec() { echo "=== $* === (uptime $(cut -d' ' -f1 /proc/uptime)s)"; }
 step() { # step NAME ok|FAIL DETAIL
 	echo "T3STEP $1: $2 ${3:-}"
 }

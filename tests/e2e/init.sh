@@ -7,23 +7,9 @@
 #   vcxl.vfio=0|1    load vfio-pci (needs intel_iommu=on) for the interrupt step
 #   vcxl.args="..."  extra arguments for cxl-guest-test, words joined with ','
 # Output sections are framed by "=== NAME ===" lines; the host greps them.
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu
+# shellcheck source=tests/e2e/guest/e2e-init.sh
+. /lib/e2e-init.sh
 
-mount -t proc proc /proc
-# the kernel's boot messages were on the console (the host's boot watchdog counts them as
-# progress: tests/e2e/lib.sh); from here on warnings and worse only, as `quiet` was before
-echo 4 > /proc/sys/kernel/printk
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mkdir -p /tmp /run
-mount -t tmpfs tmpfs /tmp
-
-sec() { echo "=== $* === (uptime $(cut -d' ' -f1 /proc/uptime)s)"; }
-opt() { # opt NAME DEFAULT: value of vcxl.NAME= on the kernel command line
-	v=$(tr ' ' '\n' < /proc/cmdline | sed -n "s/^vcxl\.$1=//p" | tail -1)
-	echo "${v:-$2}"
-}
 TEST=$(opt test 1)
 CXL=$(opt cxl 0)
 VFIO=$(opt vfio 0)

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # initramfs.sh - sourced by the e2e scripts: building busybox initramfs images.
 #
-#   ird_busybox DIR                 the directory tree, busybox and its applet links
+#   ird_busybox DIR                 the directory tree, busybox and its applet links, and
+#                                   /lib/e2e-init.sh (guest/e2e-init.sh: what every /init
+#                                   starts with)
+#   ird_init_lib DIR                /lib/e2e-init.sh alone (an overlay on a cached base)
 #   ird_libs DIR BINARY             BINARY's shared libraries (ldd; LD_LIBRARY_PATH counts)
 #   ird_modules DIR KROOT KVER M... modules M... of the kernel extracted at KROOT with
 #                                   their dependency closure, and a depmod'ed index
@@ -11,10 +14,18 @@
 # The modules come from `modprobe --show-depends` against KROOT (-C /dev/null: the host's
 # modprobe.d hooks are ignored), so nothing of the host's own kernel is used.
 
+IRD_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+ird_init_lib() { # DIR: /lib/e2e-init.sh (into an overlay on a cached base, too)
+	mkdir -p "$1/lib"
+	cp "$IRD_HERE/guest/e2e-init.sh" "$1/lib/e2e-init.sh"
+}
+
 ird_busybox() {
 	local a
 	mkdir -p "$1"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,lib64,lib/x86_64-linux-gnu,lib/modules}
 	cp /bin/busybox "$1/bin/busybox"
+	ird_init_lib "$1"
 	for a in $(/bin/busybox --list); do
 		[ "$a" = busybox ] || ln -sf busybox "$1/bin/$a"
 	done

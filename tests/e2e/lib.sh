@@ -187,16 +187,22 @@ e2e_boot() {
 }
 
 # ---- TAP output, shared by every e2e script ----
-#   e2e_tap OK|FAIL|SKIP DESCRIPTION [REASON]   one TAP point (counted in E2E_N, E2E_NFAIL)
-#   e2e_diag                                    stdin as TAP diagnostics ("# ...")
-#   e2e_skip_all NAME REASON                    the whole test skipped, visibly; exits 0
-#   e2e_steps_tap CONSOLE                       one point per guest "STEP name: ok|FAIL|skip
-#                                               detail" line; E2E_NSTEPS counts them
-#   e2e_done                                    the plan ("1..N"); exit status 1 on a failure
+#   tap OK|FAIL|SKIP DESCRIPTION [REASON]  one TAP point (counted in E2E_N, E2E_NFAIL;
+#                                   1 and 0 are OK and FAIL too)
+#   diag                            stdin as TAP diagnostics ("# ...")
+#   skip_all REASON                 the whole test skipped, visibly (stderr and TAP:
+#                                   "SKIP $E2E_NAME: REASON"); exits 0
+#   e2e_steps_tap CONSOLE [PREFIX [MARK]]  one point per guest "STEP name: ok|FAIL|skip
+#                                   detail" line (MARK instead of STEP), named "PREFIXguest
+#                                   name: detail"; E2E_NSTEPS counts them, E2E_STEPS_SEEN
+#                                   lists their names
+#   e2e_done                        the plan ("1..N"); status 1 after a failure
+E2E_NAME=${E2E_NAME:-e2e}
 E2E_N=0
 E2E_NFAIL=0
 E2E_NSTEPS=0
-e2e_tap() {
+E2E_STEPS_SEEN=""
+tap() {
 	E2E_N=$((E2E_N + 1))
 	case "$1" in
 	OK | 1) echo "ok $E2E_N - $2" ;;
@@ -204,30 +210,32 @@ e2e_tap() {
 	*) echo "not ok $E2E_N - $2" && E2E_NFAIL=$((E2E_NFAIL + 1)) ;;
 	esac
 }
-e2e_diag() { sed 's/^/# /'; }
-e2e_skip_all() {
-	echo "SKIP $1: $2" >&2
-	echo "# SKIP $1: $2"
-	echo "1..0 # SKIP $2"
+diag() { sed 's/^/# /'; }
+skip_all() {
+	echo "SKIP $E2E_NAME: $1" >&2
+	echo "# SKIP $E2E_NAME: $1"
+	echo "1..0 # SKIP $1"
 	exit 0
 }
 e2e_steps_tap() {
-	local line sname sres sdetail
+	local line sname sres sdetail pre=${2:-} mark=${3:-STEP}
 	E2E_NSTEPS=0
+	E2E_STEPS_SEEN=""
 	while IFS= read -r line; do
 		line=${line%$'\r'}
-		sname=${line#STEP }
+		sname=${line#"$mark" }
 		sname=${sname%%:*}
+		E2E_STEPS_SEEN="$E2E_STEPS_SEEN $sname"
 		sres=${line#*: }
 		sdetail=${sres#* }
 		sres=${sres%% *}
 		E2E_NSTEPS=$((E2E_NSTEPS + 1))
 		case "$sres" in
-		ok) e2e_tap OK "guest $sname: $sdetail" ;;
-		skip) e2e_tap SKIP "guest $sname" "$sdetail" ;;
-		*) e2e_tap FAIL "guest $sname: $sdetail" ;;
+		ok) tap OK "${pre}guest $sname: $sdetail" ;;
+		skip) tap SKIP "${pre}guest $sname" "$sdetail" ;;
+		*) tap FAIL "${pre}guest $sname: $sdetail" ;;
 		esac
-	done < <(grep -a '^STEP ' "$1")
+	done < <(grep -a "^$mark " "$1")
 }
 e2e_done() {
 	echo "1..$E2E_N"

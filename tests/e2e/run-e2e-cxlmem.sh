@@ -34,6 +34,7 @@
 # for VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU) or the guest kernel cannot be fetched.
 # Logs: BUILDDIR/e2e-cxlmem/.
 set -u
+E2E_NAME=e2e-cxlmem
 HERE=$(cd "$(dirname "$0")" && pwd)
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
 CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-cxlmem"
@@ -41,23 +42,6 @@ mkdir -p "$CXLMEM_LOGDIR"
 # shellcheck source=tests/e2e/cxlmem-lib.sh
 . "$HERE/cxlmem-lib.sh"
 
-n=0
-nfail=0
-tap() { # tap OK|FAIL|SKIP DESCRIPTION [REASON]
-	n=$((n + 1))
-	case "$1" in
-	OK) echo "ok $n - $2" ;;
-	SKIP) echo "ok $n - $2 # SKIP ${3:-}" ;;
-	*) echo "not ok $n - $2"; nfail=$((nfail + 1)) ;;
-	esac
-}
-diag() { sed 's/^/# /'; }
-skip_all() {
-	echo "SKIP e2e-cxlmem: $1" >&2
-	echo "# SKIP e2e-cxlmem: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
 trap cxlmem_stop EXIT
 trap 'cxlmem_stop; exit 130' INT TERM
 
@@ -80,7 +64,7 @@ if cxlmem_start_server "$name"; then
 else
 	tap FAIL "vcxl-server (model, 1 GiB seeded --backing, 2 decoders) listens"
 	diag < "$CXLMEM_LOGDIR/$name.server.log"
-	echo "1..$n"
+	e2e_done
 	exit 1
 fi
 ts=$(date +%s)
@@ -100,24 +84,9 @@ else
 	tail -30 "$con" | diag
 fi
 grep -a -E '^  CFMWS' "$con" | tr -d '\r' | diag
-nsteps=0
 tap_steps() { # tap_steps CONSOLE: one TAP point per STEP line, counted in nsteps
-	local line sname sres sdetail
-	nsteps=0
-	while IFS= read -r line; do
-		line=${line%$'\r'}
-		sname=${line#STEP }
-		sname=${sname%%:*}
-		sres=${line#*: }
-		sdetail=${sres#* }
-		sres=${sres%% *}
-		nsteps=$((nsteps + 1))
-		case "$sres" in
-		ok) tap OK "guest $sname: $sdetail" ;;
-		skip) tap SKIP "guest $sname" "$sdetail" ;;
-		*) tap FAIL "guest $sname: $sdetail" ;;
-		esac
-	done < <(grep -a '^STEP ' "$1")
+	e2e_steps_tap "$1"
+	nsteps=$E2E_NSTEPS
 }
 tap_steps "$con"
 if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con" && [ "$nsteps" -ge 10 ]; then
@@ -186,7 +155,7 @@ if cxlmem_start_server_fw "$name"; then
 else
 	tap FAIL "vcxl-server --devices 2 --firmware-committed (sealed memfd regions) listens"
 	diag < "$CXLMEM_LOGDIR/$name.server.log"
-	echo "1..$n"
+	e2e_done
 	exit 1
 fi
 ts=$(date +%s)
@@ -269,5 +238,4 @@ else
 	tap OK "no process, socket or temp dir of ours left behind (fw boot)"
 fi
 echo "# logs: $CXLMEM_LOGDIR"
-echo "1..$n"
-[ $nfail -eq 0 ]
+e2e_done

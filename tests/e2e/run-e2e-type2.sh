@@ -26,6 +26,7 @@
 # dyndbg="file drivers/cxl/* +p" for the CXL core's decisions).
 # Logs: BUILDDIR/e2e-type2/.
 set -u
+E2E_NAME=e2e-type2
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
@@ -40,9 +41,6 @@ mkdir -p "$LOG"
 # shellcheck source=tests/e2e/guest-kernel-lib.sh
 . "$HERE/guest-kernel-lib.sh"
 
-tap() { e2e_tap "$@"; }
-diag() { e2e_diag; }
-skip_all() { e2e_skip_all e2e-type2 "$1"; }
 trap cxlmem_stop EXIT
 trap 'cxlmem_stop; exit 130' INT TERM
 

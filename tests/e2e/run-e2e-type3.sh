@@ -69,6 +69,7 @@ NAME=e2e-type3
 [ "$MODE" = kmem ] && NAME=e2e-type3-mem
 [ "$KERNEL" = 7.2 ] && NAME=e2e-type3-7.2
 [ "$KERNEL" = 7.2 ] && [ "$MODE" != kmem ] && NAME=e2e-type3-7.2-destroy
+E2E_NAME=$NAME
 NUMA_MIB=200
 LOG=$BUILD/$NAME
 TMO=${VCXL_E2E_TIMEOUT:-400}
@@ -76,24 +77,11 @@ CACHE=${VCXL_E2E_T3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e-t3}
 SERVER=$BUILD/src/tools/vcxl-server
 mkdir -p "$LOG" "$CACHE/debs"
 
-n=0
-nfail=0
-tap() { # tap 0|1 DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 1 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; nfail=$((nfail + 1)); fi
-}
-diag() { sed 's/^/# /'; }
-skip_all() {
-	echo "SKIP $NAME: $1" >&2
-	echo "# SKIP $NAME: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
 SPID=""
 TMP=""
 cleanup() {
 	e2e_boot_stop
-	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	[ -n "$SPID" ] && e2e_server_stop "$SPID"
 	[ -n "$TMP" ] && rm -rf "$TMP"
 	SPID=""
 	TMP=""
@@ -200,6 +188,7 @@ build_base() {
 O=$LOG/overlay.staging
 rm -rf "$O"
 mkdir -p "$O"
+ird_init_lib "$O"
 install -m 0755 "$HERE/init-type3.sh" "$O/init"
 if [ "$MODE" = kmem ]; then
 	mkdir -p "$O/bin"
@@ -219,20 +208,15 @@ BACKING=()
 # --trust-client: the region's fd is the backing file itself (see cxlmem-lib.sh)
 # --on-disconnect keep: the host reads what the guest left (the default zeroes it)
 [ "$MODE" = kmem ] && BACKING=(--backing "$TMP/devmem.img" --trust-client --on-disconnect keep)
-"$SERVER" --model type3 --socket "$SOCK" --mem-size 256M --decoders 1 --log-level debug \
-	"${BACKING[@]}" > "$SLOG" 2>&1 &
-SPID=$!
-i=0
-while [ ! -S "$SOCK" ] && kill -0 "$SPID" 2>/dev/null && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ -S "$SOCK" ]; then
-	tap 1 "vcxl-server --model type3 listens on its socket"
+if e2e_server_start "$SLOG" "$SERVER" --model type3 --socket "$SOCK" --mem-size 256M \
+	--decoders 1 --log-level debug "${BACKING[@]}"; then
+	SPID=$E2E_SERVER_PID
+	tap 1 "vcxl-server --model type3 is ready (READY=1)"
 else
-	tap 0 "vcxl-server --model type3 listens on its socket"
+	SPID=$E2E_SERVER_PID
+	tap 0 "vcxl-server --model type3 is ready: $E2E_SERVER_WHY"
 	diag < "$SLOG"
-	echo "1..$n"
+	e2e_done
 	exit 1
 fi
 DEV="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$SOCK\"},"
@@ -289,18 +273,8 @@ sed -n '/^=== cxl list -vvv (region) ===/,/^=== end cxl list -vvv (region) ===/p
 want="memdev endpoint cxl-list cxl-list-decoders create-region region-committed destroy-region"
 [ "$MODE" = kmem ] && want="memdev endpoint cxl-list cxl-list-decoders create-region region-committed
 	dax-device kmem numa-node numa-mbind numa-write-verify numa-placement"
-seen=""
-while IFS= read -r line; do
-	line=${line%$'\r'}
-	name=${line#T3STEP }
-	name=${name%%:*}
-	res=${line#*: }
-	seen="$seen $name"
-	case "$res" in
-	ok*) tap 1 "guest $name: ${res#ok }" ;;
-	*) tap 0 "guest $name: ${res#FAIL }" ;;
-	esac
-done < <(grep -a '^T3STEP ' "$CON")
+e2e_steps_tap "$CON" "" T3STEP
+seen=$E2E_STEPS_SEEN
 for w in $want; do
 	case " $seen " in *" $w "*) ;; *) tap 0 "guest step $w ran" ;; esac
 done
@@ -368,14 +342,12 @@ if grep -a -q -i 'protocol error' "$SLOG"; then
 else
 	tap 1 "server logged no protocol error"
 fi
-if kill -0 "$SPID" 2>/dev/null; then
-	kill -TERM "$SPID"
-	wait "$SPID"
-	src=$?
+if [ -n "$SPID" ] && kill -0 "$SPID" 2>/dev/null; then
+	e2e_server_stop "$SPID"
+	src=$E2E_SERVER_RC
 	SPID=""
 	tap "$([ $src -eq 0 ] && echo 1 || echo 0)" "vcxl-server exits on SIGTERM (rc=$src)"
 else
-	wait "$SPID"
 	SPID=""
 	tap 0 "vcxl-server still running after the guest powered off"
 fi
@@ -385,11 +357,10 @@ else
 	tap 0 "host physical decoder unchanged by the guest"
 	tail -5 "$SLOG" | diag
 fi
-if [ $nfail -ne 0 ]; then
+if [ "$E2E_NFAIL" -ne 0 ]; then
 	echo "# guest dmesg (cxl):"
 	sed -n '/^=== dmesg (cxl) ===/,/^=== VCXL T3 GUEST DONE/p' "$CON" | tr -d '\r' | diag
 fi
 cleanup
 echo "# logs: $LOG"
-echo "1..$n"
-[ $nfail -eq 0 ]
+e2e_done

@@ -23,6 +23,7 @@
 #   VCXL_E2E_SERVER_ARGS  extra vcxl-server options
 # Logs: BUILDDIR/e2e/<boot>.{console,server,qemu-cmd}.log
 set -u
+E2E_NAME=e2e
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$HERE/lib.sh"
@@ -37,24 +38,6 @@ MEM_SIZE=$((256 << 20))
 GUEST_RAM=1G
 mkdir -p "$LOGDIR"
 
-n=0
-nfail=0
-tap() { # tap OK|FAIL|SKIP DESCRIPTION [REASON]
-	n=$((n + 1))
-	case "$1" in
-	OK) echo "ok $n - $2" ;;
-	SKIP) echo "ok $n - $2 # SKIP ${3:-}" ;;
-	*) echo "not ok $n - $2"; nfail=$((nfail + 1)) ;;
-	esac
-}
-diag() { sed 's/^/# /'; }
-skip_all() {
-	echo "SKIP e2e: $1" >&2
-	echo "# SKIP e2e: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
-
 # ---- processes we start; killed by pid on any exit ----
 TMP=""
 SPID=""
@@ -62,7 +45,7 @@ ALL_PIDS=""
 ALL_TMPS=""
 cleanup() {
 	e2e_boot_stop
-	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	[ -n "$SPID" ] && e2e_server_stop "$SPID"
 	[ -n "$TMP" ] && rm -rf "$TMP"
 	SPID=""
 	TMP=""
@@ -115,17 +98,6 @@ qemu_machine() { # qemu_machine BOOT SOCK -> QEMU arguments, one per line
 	esac
 }
 
-wait_for_socket() { # wait_for_socket PATH PID
-	local i=0
-	while [ $i -lt 100 ]; do
-		[ -S "$1" ] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-
 # Device memory check: the bytes the guest's FILL job wrote, read from the backing file.
 check_fill() { # check_fill FILE DPA LEN PATTERN
 	python3 - "$@" <<'EOF'
@@ -167,18 +139,19 @@ run_boot() { # run_boot NAME
 		# memtest after the guest maps (without it the server serves a --backing
 		# region by REGION_READ/WRITE only: docs/security.md)
 		# shellcheck disable=SC2086
-		"$SERVER" --socket "$sock" --mem-size 256M --decoders 2 --backing "$mem" \
-			--trust-client --on-disconnect "$(on_disconnect "$name")" \
-			--log-level debug ${VCXL_E2E_SERVER_ARGS:-} > "$slog" 2>&1 &
-		SPID=$!
+		e2e_server_start "$slog" "$SERVER" --socket "$sock" --mem-size 256M --decoders 2 \
+			--backing "$mem" --trust-client --on-disconnect "$(on_disconnect "$name")" \
+			--log-level debug ${VCXL_E2E_SERVER_ARGS:-}
+		rc=$?
+		SPID=$E2E_SERVER_PID
 		ALL_PIDS="$ALL_PIDS $SPID"
-		if ! wait_for_socket "$sock" "$SPID"; then
-			tap FAIL "$name: vcxl-server listens on $sock"
+		if [ $rc != 0 ]; then
+			tap FAIL "$name: vcxl-server is ready (READY=1): $E2E_SERVER_WHY"
 			diag < "$slog"
 			cleanup
 			return
 		fi
-		tap OK "$name: vcxl-server listens on its socket"
+		tap OK "$name: vcxl-server is ready (READY=1)"
 		# the CXL capability as a client sees it before the guest (host region facts)
 		[ -x "$CLI" ] && "$CLI" info "$sock" > "$LOGDIR/$name.info-before.log" 2>&1
 	fi
@@ -229,21 +202,8 @@ run_boot() { # run_boot NAME
 		done
 	fi
 	# every STEP line of the guest program is a test point
-	local line sname sres sdetail nsteps=0
-	while IFS= read -r line; do
-		line=${line%$'\r'}
-		sname=${line#STEP }
-		sname=${sname%%:*}
-		sres=${line#*: }
-		sdetail=${sres#* }
-		sres=${sres%% *}
-		nsteps=$((nsteps + 1))
-		case "$sres" in
-		ok) tap OK "$name: guest $sname: $sdetail" ;;
-		skip) tap SKIP "$name: guest $sname" "$sdetail" ;;
-		*) tap FAIL "$name: guest $sname: $sdetail" ;;
-		esac
-	done < <(grep -a '^STEP ' "$con")
+	e2e_steps_tap "$con" "$name: "
+	local nsteps=$E2E_NSTEPS
 	if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$con"; then
 		tap OK "$name: guest program finished with no failure ($nsteps steps)"
 	else
@@ -285,22 +245,14 @@ check_host() { # check_host NAME CONSOLE SERVERLOG MEMFILE
 	# the server must survive the guest and stop cleanly on SIGTERM
 	if kill -0 "$SPID" 2>/dev/null; then
 		tap OK "$name: vcxl-server still running after the guest powered off"
-		kill -TERM "$SPID"
-		local i=0
-		while kill -0 "$SPID" 2>/dev/null && [ $i -lt 50 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		if kill -0 "$SPID" 2>/dev/null; then
-			tap FAIL "$name: vcxl-server exits on SIGTERM (within 5 s)"
+		e2e_server_stop "$SPID"
+		src=$E2E_SERVER_RC
+		if [ $src -eq 124 ]; then
+			tap FAIL "$name: vcxl-server exits on SIGTERM (within 10 s)"
+		elif [ $src -eq 0 ] || [ $src -eq 143 ]; then
+			tap OK "$name: vcxl-server exits on SIGTERM (rc=$src)"
 		else
-			wait "$SPID"
-			src=$?
-			if [ $src -eq 0 ] || [ $src -eq 143 ]; then
-				tap OK "$name: vcxl-server exits on SIGTERM (rc=$src)"
-			else
-				tap FAIL "$name: vcxl-server exits on SIGTERM (rc=$src)"
-			fi
+			tap FAIL "$name: vcxl-server exits on SIGTERM (rc=$src)"
 		fi
 		SPID=""
 		[ -e "$TMP/vcxl.sock" ] && echo "# note: vcxl-server left its socket file behind on exit"
@@ -394,5 +346,4 @@ else
 	tap FAIL "no process, socket or temp dir of ours left behind:$left"
 fi
 echo "# logs: $LOGDIR"
-echo "1..$n"
-[ $nfail -eq 0 ]
+e2e_done

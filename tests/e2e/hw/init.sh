@@ -7,18 +7,8 @@
 # the device bound to vfio-pci, then vcxl serves it and the unchanged vcxl
 # CLI talks to it. One "STEP name ok|fail detail" line per step; the driver's
 # "HW ..." lines carry the register read-backs the host checks.
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64
-
-mount -t proc proc /proc
-# the kernel's boot messages were on the console (the host's boot watchdog counts them as
-# progress: tests/e2e/lib.sh); from here on warnings and worse only, as `quiet` was before
-echo 4 > /proc/sys/kernel/printk
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mkdir -p /tmp /run
-mount -t tmpfs tmpfs /tmp
-mount -t tmpfs tmpfs /run
+# shellcheck source=tests/e2e/guest/e2e-init.sh
+. /lib/e2e-init.sh
 
 step() { echo "STEP $1 $2 ${3:-}"; }
 finish() {

@@ -32,6 +32,7 @@
 # VCXL_E2E_CACHE (kernel cache shared with e2e-qemu, ~/.cache/vcxl-e2e),
 # VCXL_E2E_HW_CACHE (~/.cache/vcxl-e2e-hw). Logs: BUILDDIR/e2e-hw/.
 set -u
+E2E_NAME=e2e-hw
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../../.." && pwd)
 . "$HERE/../initramfs.sh"
@@ -47,18 +48,6 @@ KCACHE=${VCXL_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e}
 CACHE=${VCXL_E2E_HW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-e2e-hw}
 mkdir -p "$LOG" "$CACHE"
 
-n=0
-nfail=0
-tap() { # tap 0|1 DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 1 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; nfail=$((nfail + 1)); fi
-}
-skip_all() {
-	echo "SKIP e2e-hw: $1" >&2
-	echo "# SKIP e2e-hw: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
 TMP=""
 cleanup() {
 	e2e_boot_stop
@@ -129,6 +118,7 @@ build_base() { # build_base OUT [modules: yes|no]
 O=$LOG/overlay.staging
 rm -rf "$O"
 mkdir -p "$O/bin" "$O/usr/bin" "$O/lib/x86_64-linux-gnu" "$O/lib64"
+ird_init_lib "$O"
 # static programs against this build's libvcxl: the driver (backend + server library,
 # with register read-backs), the real server for the --backend vfio session, the DMA
 # check client and the --region-dax test's "firmware"
@@ -363,5 +353,4 @@ for boot in $BOOTS; do
 	check_boot "$boot" "$LOG/$boot.console.txt" "$TMP/cxl-vmem.raw" "$rp2" "$LOG/$boot.qemu-trace.log"
 	cleanup
 done
-echo "1..$n"
-[ "$nfail" = 0 ]
+e2e_done
