@@ -19,6 +19,9 @@ PKGS="$PKGS libglib2.0-dev libfdt-dev libslirp-dev zlib1g-dev python3-venv dpkg-
 PKGS="$PKGS systemd groff-base bash-completion dpkg-dev debhelper lintian"
 # virt-xml-validate for docs/libvirt.md (tests/docs)
 PKGS="$PKGS libvirt-clients"
+# e2e-libvirt: Debian's libvirtd, virtlogd and QEMU driver (started by the test itself, in a
+# private mount namespace; not the libvirt-daemon-system services)
+PKGS="$PKGS libvirt-daemon libvirt-daemon-driver-qemu"
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
