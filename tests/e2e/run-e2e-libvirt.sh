@@ -27,7 +27,8 @@
 # Checked: the daemons start; virsh define; virsh start runs the hook, which starts the
 # server (READY=1) as vcxl with the socket mode and group of the docs before QEMU
 # connects; vcxl status shows QEMU (libvirt-qemu) attached; the guest's CXL.mem proof
-# (one point per STEP line) and its writes found in the backing file; virsh destroy runs
+# (one point per STEP line) and its writes found in the backing file; a second domain
+# naming dev0 is refused by the hook while cxl-vm runs; virsh destroy runs
 # the hook, which stops the server; virsh undefine; a domain whose server cannot start is
 # refused with the hook's message and no QEMU; the hook's systemd mode (a stand-in
 # systemctl); the daemons stopped by pid; nothing left: no process of the namespace, the
@@ -35,7 +36,7 @@
 # Skips visibly (TAP "1..0 # SKIP") when not root, without the libvirt packages (make deps:
 # libvirt-daemon, libvirt-daemon-driver-qemu, libvirt-clients), with a libvirtd already
 # running, without unshare, or without the CXL-aware QEMU or the guest kernel (as
-# e2e-cxlmem). VCXL_E2E_LIBVIRT_ACCEL=kvm|tcg forces a variant; VCXL_E2E_TIMEOUT (300) and
+# e2e-cxlmem). VCXL_E2E_LIBVIRT_ACCEL=kvm runs the KVM variant (default tcg); VCXL_E2E_TIMEOUT (300) and
 # VCXL_E2E_SILENCE (150) bound the guest as lib.sh does (one retry on silence or a stall).
 # Logs: BUILDDIR/e2e-libvirt/.
 set -u
@@ -230,7 +231,7 @@ save_logs() {
 inner_cleanup() {
 	local p
 	if alive "$(daemon_pid libvirtd)"; then
-		for d in cxl-vm cxl-vm-bad; do
+		for d in cxl-vm cxl-vm-2 cxl-vm-bad; do
 			virsh -q destroy "$d" > /dev/null 2>&1
 			virsh -q undefine "$d" > /dev/null 2>&1
 		done
@@ -485,7 +486,7 @@ echo "# guest: $BOOT_VERDICT after $BOOT_SECS s, longest console silence $BOOT_M
 
 # the server the hook started: READY=1 before QEMU, the docs' user, socket mode and group
 grep -a -E 'listening|running as|hook' /var/log/vcxl/dev0.log 2> /dev/null | diag
-ready=$(sed -n 's/^--- vcxl hook: pid [0-9]* ready (READY=1) in \([0-9.]*\) s$/\1/p' /var/log/vcxl/dev0.log 2> /dev/null | tail -1)
+ready=$(sed -n 's/^--- vcxl hook: pid [0-9]* ready (READY=1) in \([0-9.]*\) s, for domain cxl-vm$/\1/p' /var/log/vcxl/dev0.log 2> /dev/null | tail -1)
 if alive "$SPID" && [ "$(ps -o user= -p "$SPID")" = vcxl ] && [ -n "$ready" ]; then
 	tap OK "the hook started vcxl-server (pid $SPID, in $RUNDIR), READY=1 in $ready s, running as vcxl (--user)"
 else
@@ -559,6 +560,21 @@ if [ "$nchk" -ge 9 ]; then
 else
 	tap FAIL "host checked $nchk guest accesses in the server's backing file (want >= 9)"
 fi
+
+# ---- a second domain naming dev0 while cxl-vm runs: refused, cxl-vm's server untouched ----
+sed "s|<name>cxl-vm</name>|<name>cxl-vm-2</name>|" "$T/cxl-vm.xml" > "$T/cxl-vm-2.xml"
+virsh -q define "$T/cxl-vm-2.xml" > /dev/null 2>&1
+out=$(virsh start cxl-vm-2 2>&1)
+src=$?
+if [ $src -ne 0 ] && echo "$out" | grep -q "vcxl hook: domain cxl-vm-2: vcxl-server dev0 already runs for domain cxl-vm (pid $SPID)" &&
+	[ "$(virsh domstate cxl-vm-2 2> /dev/null)" = "shut off" ] && alive "$SPID" && alive "$QPID" &&
+	[ "$("$VCXL" status "$SOCK" --json 2> /dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["devices"][0]["connected"])')" = True ]; then
+	tap OK "a second domain naming dev0 is refused by the hook while cxl-vm runs; cxl-vm's server and QEMU untouched"
+else
+	tap FAIL "a second domain naming dev0 is refused by the hook while cxl-vm runs (virsh status $src)"
+fi
+echo "$out" | grep -o 'vcxl hook: .*' | diag
+virsh -q undefine cxl-vm-2 > /dev/null 2>&1
 
 # ---- destroy: the hook stops the server ----
 ts=$(now)
