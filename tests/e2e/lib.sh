@@ -197,6 +197,7 @@ e2e_boot() {
 #                                   name: detail"; E2E_NSTEPS counts them, E2E_STEPS_SEEN
 #                                   lists their names
 #   e2e_done                        the plan ("1..N"); status 1 after a failure
+E2E_NCHECKS=0
 E2E_NAME=${E2E_NAME:-e2e}
 E2E_N=0
 E2E_NFAIL=0
@@ -240,6 +241,39 @@ e2e_steps_tap() {
 e2e_done() {
 	echo "1..$E2E_N"
 	[ "$E2E_NFAIL" -eq 0 ]
+}
+
+# The checks scripts repeat after a guest ran:
+#   e2e_checks_tap PREFIX     one point per stdin line "ok DETAIL" / "FAIL DETAIL" (a host-side
+#                             checker's output), named "PREFIX: DETAIL"; E2E_NCHECKS counts them
+#   e2e_no_protocol_error LOG [WHAT]   the server's log has no "protocol error" line
+#   e2e_server_alive PID LOG WHAT      the server is still running after WHAT
+e2e_checks_tap() {
+	local line
+	E2E_NCHECKS=0
+	while IFS= read -r line; do
+		E2E_NCHECKS=$((E2E_NCHECKS + 1))
+		case "$line" in
+		ok*) tap OK "$1: ${line#ok }" ;;
+		*) tap FAIL "$1: ${line#FAIL }" ;;
+		esac
+	done
+}
+e2e_no_protocol_error() {
+	if grep -a -q -i 'protocol error' "$1"; then
+		tap FAIL "server logged no protocol error${2:+ ($2)}"
+		grep -a -i 'protocol error' "$1" | head -10 | diag
+	else
+		tap OK "server logged no protocol error${2:+ ($2)}"
+	fi
+}
+e2e_server_alive() {
+	if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+		tap OK "vcxl-server still running after $3"
+	else
+		tap FAIL "vcxl-server still running after $3"
+		tail -20 "$2" | diag
+	fi
 }
 
 # ---- vcxl-server, started the way a service manager starts it ----

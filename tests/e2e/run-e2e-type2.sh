@@ -151,24 +151,9 @@ else
 fi
 
 # ---- on the host: the guest's bytes in device memory ----
-hc=$(cxlmem_hostcheck_ctl "$con" "$SOCK.ctl" 2>&1)
-if [ -n "$hc" ]; then
-	while IFS= read -r l; do
-		case "$l" in
-		ok*) tap OK "host: ${l#ok }" ;;
-		*) tap FAIL "host: ${l#FAIL }" ;;
-		esac
-	done <<< "$hc"
-else
-	tap FAIL "host: no HOSTCHECK lines from the guest"
-fi
-
-if grep -a -q -i -E 'protocol error|bad request|malformed' "$LOG/server.log"; then
-	tap FAIL "no protocol error in the server's log"
-	grep -a -i -E 'protocol error|bad request|malformed' "$LOG/server.log" | head -5 | diag
-else
-	tap OK "no protocol error in the server's log"
-fi
+e2e_checks_tap host < <(cxlmem_hostcheck_ctl "$con" "$SOCK.ctl" 2>&1)
+[ "$E2E_NCHECKS" -gt 0 ] || tap FAIL "host: no HOSTCHECK lines from the guest"
+e2e_no_protocol_error "$LOG/server.log"
 cxlmem_stop
 left=""
 for p in $E2E_BOOT_ALL_PIDS $E2E_SERVER_PIDS; do kill -0 "$p" 2>/dev/null && left="$left $p"; done

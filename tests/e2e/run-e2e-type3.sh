@@ -336,12 +336,7 @@ PY
 	fi
 	grep -a -E '^T3FACT (dax|node)' "$CON" | tr -d '\r' | diag
 fi
-if grep -a -q -i 'protocol error' "$SLOG"; then
-	tap 0 "server logged no protocol error"
-	grep -a -i 'protocol error' "$SLOG" | head -10 | diag
-else
-	tap 1 "server logged no protocol error"
-fi
+e2e_no_protocol_error "$SLOG"
 if [ -n "$SPID" ] && kill -0 "$SPID" 2>/dev/null; then
 	e2e_server_stop "$SPID"
 	src=$E2E_SERVER_RC

@@ -263,12 +263,7 @@ check_host() { # check_host NAME CONSOLE SERVERLOG MEMFILE
 		tap FAIL "$name: vcxl-server still running after the guest powered off (exited rc=$src)"
 		tail -20 "$slog" | diag
 	fi
-	if grep -a -q -i 'protocol error' "$slog"; then
-		tap FAIL "$name: server logged no protocol error"
-		grep -a -i 'protocol error' "$slog" | head -10 | diag
-	else
-		tap OK "$name: server logged no protocol error"
-	fi
+	e2e_no_protocol_error "$slog" "$name"
 	check_host_decoder "$name" "$slog"
 }
 
