@@ -424,7 +424,8 @@ static int mig_set_state(struct vcxl_conn *c, struct vcxl_msg *m, uint32_t targe
 {
 	uint32_t next;
 
-	while (c->mig.state != target) {
+	/* ERROR is no target, and only DEVICE_RESET leaves it (even for ERROR) */
+	do {
 		int rc = vcxl_mig_next_state(c->mig.state, target, &next);
 
 		if (rc) {
@@ -432,9 +433,9 @@ static int mig_set_state(struct vcxl_conn *c, struct vcxl_msg *m, uint32_t targe
 				  vcxl_mig_state_name(c->mig.state), vcxl_mig_state_name(target));
 			return rc;
 		}
-		if ((rc = mig_step(c, next)))
+		if (next != c->mig.state && (rc = mig_step(c, next)))
 			return rc;
-	}
+	} while (c->mig.state != target);
 	c->st.mig.transitions++;
 	return 0;
 }

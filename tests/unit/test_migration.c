@@ -1,0 +1,946 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Migration (docs/migration.md): the state machine's arcs, the device state
+ * stream saved on one vdev and loaded on a fresh one (registers, decoders,
+ * BAR0 RAM, a job in flight that resumes and completes with its interrupt,
+ * device memory the job wrote), every hostile load (truncated, bad
+ * magic/version/checksum, sections reordered/duplicated/missing/oversized,
+ * wrong geometry, decoders and jobs that break the rules here) leaving the
+ * device reset and usable, and the protocol over a socket: DEVICE_FEATURE,
+ * MIG_DATA_READ/WRITE and DMA logging bitmaps.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/pci_regs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "vcxl/client.h"
+#include "vcxl/cxl_regs.h"
+#include "vcxl/migstream.h"
+#include "vcxl/model.h"
+#include "vcxl/server.h"
+#include "tap.h"
+#include "vdev_util.h"
+#include "../../src/model/accel.h"
+#include "../../src/server/conn.h"
+#include "../../src/vfio-cxl/vdev_priv.h"
+
+#define M	(1ull << 20)
+#define G	(1ull << 30)
+#define S_ERR	VFIO_DEVICE_STATE_ERROR
+#define S_STP	VFIO_DEVICE_STATE_STOP
+#define S_RUN	VFIO_DEVICE_STATE_RUNNING
+#define S_SC	VFIO_DEVICE_STATE_STOP_COPY
+#define S_RES	VFIO_DEVICE_STATE_RESUMING
+#define NSTATES VFIO_USER_DEVICE_NUM_STATES
+#define BAD	0xffu
+
+struct env {
+	struct vcxl_model *m;
+	struct vcxl_vdev *v;
+	uint64_t hdm, dpa;
+	unsigned irqs[VCXL_MODEL_MSIX_VECTORS];
+	char err[256];
+};
+
+static void on_irq(void *opaque, enum vcxl_irq_type type, unsigned vector)
+{
+	struct env *e = opaque;
+
+	if (type == VCXL_IRQ_MSIX && vector < VCXL_MODEL_MSIX_VECTORS)
+		e->irqs[vector]++;
+}
+
+static int env_init(struct env *e, uint64_t mem, enum vcxl_model_kind kind)
+{
+	struct vcxl_model_cfg mc = {.mem_size = mem, .kind = kind};
+	struct vcxl_vdev_cfg vc = {0};
+	struct vcxl_vdev_info info;
+
+	memset(e, 0, sizeof(*e));
+	if (vcxl_model_create(&mc, &e->m))
+		return -1;
+	if (vcxl_vdev_create(vcxl_model_backend(e->m), &vc, &e->v, e->err, sizeof(e->err))) {
+		diag("create: %s", e->err);
+		vcxl_model_destroy(e->m);
+		return -1;
+	}
+	vcxl_vdev_ops.get_info(e->v, &info);
+	e->hdm = info.cxl.hdm_offset;
+	e->dpa = vcxl_vdev_region(e->v)->dpa;
+	vcxl_vdev_ops.set_irq_handler(e->v, on_irq, e);
+	return 0;
+}
+
+static void env_fini(struct env *e)
+{
+	vcxl_vdev_destroy(e->v);
+	vcxl_model_destroy(e->m);
+}
+
+static void hw(struct env *e, uint32_t reg, uint32_t v)
+{
+	g_wr(e->v, 0, e->hdm + reg, 4, v);
+}
+
+static uint32_t hr(struct env *e, uint32_t reg)
+{
+	return (uint32_t)g_rd(e->v, 0, e->hdm + reg, 4, NULL);
+}
+
+static void commit0(struct env *e, uint64_t base, uint64_t size)
+{
+	hw(e, CXL_HDM_GLOBAL_CTRL, CXL_HDM_GCTRL_ENABLE);
+	hw(e, CXL_HDM_DEC_BASE_HI(0), (uint32_t)(base >> 32));
+	hw(e, CXL_HDM_DEC_BASE_LO(0), (uint32_t)base);
+	hw(e, CXL_HDM_DEC_SIZE_HI(0), (uint32_t)(size >> 32));
+	hw(e, CXL_HDM_DEC_SIZE_LO(0), (uint32_t)size);
+	hw(e, CXL_HDM_DEC_CTRL(0), CXL_HDM_DEC_CTRL_COMMIT);
+}
+
+static bool committed0(struct env *e)
+{
+	return hr(e, CXL_HDM_DEC_CTRL(0)) & CXL_HDM_DEC_CTRL_COMMITTED;
+}
+
+static uint32_t eng(struct env *e, uint32_t reg)
+{
+	return (uint32_t)g_rd(e->v, VCXL_MODEL_CTRL_BAR, reg, 4, NULL);
+}
+
+static void eng_w(struct env *e, uint32_t reg, unsigned len, uint64_t v)
+{
+	g_wr(e->v, VCXL_MODEL_CTRL_BAR, reg, len, v);
+}
+
+/* MSI-X on, vector armed by "the client" */
+static void irq_on(struct env *e, unsigned vec)
+{
+	gcfg_w(e->v, MODEL_MSIX_CAP + PCI_MSIX_FLAGS, 2, PCI_MSIX_FLAGS_ENABLE);
+	vcxl_vdev_ops.irq_arm(e->v, VFIO_PCI_MSIX_IRQ_INDEX, vec, true);
+}
+
+static int save(struct env *e, struct vcxl_mig_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+	return vcxl_vdev_ops.mig_save(e->v, b);
+}
+
+static int load(struct env *e, const uint8_t *s, size_t len)
+{
+	e->err[0] = 0;
+	return vcxl_vdev_ops.mig_load(e->v, s, len, e->err, sizeof(e->err));
+}
+
+/* ---- the state machine: every pair, against the kernel's table ---------- */
+
+/* expected next state from [cur][target] (BAD: -EINVAL); P2P and PRE_COPY
+ * are not offered, ERROR is no target and is left only by reset */
+static const uint8_t fsm_next[NSTATES][NSTATES] = {
+    [S_ERR] = {BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD},
+    [S_STP] = {BAD, S_STP, S_RUN, S_SC, S_RES, BAD, BAD, BAD},
+    [S_RUN] = {BAD, S_STP, S_RUN, S_STP, S_STP, BAD, BAD, BAD},
+    [S_SC] = {BAD, S_STP, S_STP, S_SC, S_STP, BAD, BAD, BAD},
+    [S_RES] = {BAD, S_STP, S_STP, S_STP, S_RES, BAD, BAD, BAD},
+    [5] = {BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD},
+    [6] = {BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD},
+    [7] = {BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD},
+};
+
+static void test_fsm_table(void)
+{
+	unsigned bad = 0, n = 0;
+
+	for (uint32_t c = 0; c < NSTATES + 2; c++)
+		for (uint32_t t = 0; t < NSTATES + 2; t++) {
+			uint32_t next = 0xdead;
+			int rc = vcxl_mig_next_state(c, t, &next);
+			uint8_t exp = c < NSTATES && t < NSTATES ? fsm_next[c][t] : BAD;
+
+			n++;
+			if (exp == BAD ? rc != -EINVAL : (rc || next != exp)) {
+				bad++;
+				diag("%s -> %s: rc %d next %u, expected %u", vcxl_mig_state_name(c),
+				     vcxl_mig_state_name(t), rc, next, exp);
+			}
+		}
+	is(bad, 0, "next state of all %u (state, target) pairs as the kernel's arcs", n);
+	ok(!strcmp(vcxl_mig_state_name(S_SC), "stop-copy"), "state names");
+}
+
+/* ---- round trip ------------------------------------------------------------ */
+
+#define JOB_LEN (16 * M)
+#define PATTERN 0x1122334455667788ull
+#define RAM_OFF 0x200000u /* in BAR0, past the component block */
+
+static bool mem_is(struct env *e, uint64_t off, uint64_t len, uint64_t pattern)
+{
+	const uint8_t *p = (const uint8_t *)vcxl_model_mem(e->m) + e->dpa + off;
+
+	for (uint64_t i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(pattern >> (8 * ((off + i) % 8))))
+			return false;
+	return true;
+}
+
+/* A source with everything set: decoder committed, registers, BAR0 RAM, a
+ * FILL job of 16 MiB one step in (4 MiB written), stopped; its stream. */
+static int make_source(struct env *a, struct vcxl_mig_buf *b)
+{
+	if (env_init(a, 512 * M, VCXL_MODEL_ACCEL))
+		return -1;
+	vcxl_vdev_ops.mig_dirty(a->v, true);
+	commit0(a, 0x1000000000ull, 256 * M);
+	g_wr(a->v, 0, RAM_OFF, 8, 0xfeedfacecafebeefull);
+	g_wr(a->v, 0, RAM_OFF + 0x3000, 4, 0x12345678);
+	irq_on(a, 1);
+	eng_w(a, ACCEL_REG_JOB_OP, 4, ACCEL_OP_FILL);
+	eng_w(a, ACCEL_REG_JOB_FLAGS, 4, ACCEL_JOBF_IRQ);
+	eng_w(a, ACCEL_REG_JOB_VECTOR, 4, 1);
+	eng_w(a, ACCEL_REG_JOB_DST, 8, a->dpa);
+	eng_w(a, ACCEL_REG_JOB_LEN, 8, JOB_LEN);
+	eng_w(a, ACCEL_REG_JOB_PATTERN, 8, PATTERN);
+	eng_w(a, ACCEL_REG_DOORBELL, 4, ACCEL_DOORBELL_GO);
+	vcxl_vdev_ops.mig_quiesce(a->v, true);
+	/* stopped: polls move nothing */
+	vcxl_vdev_ops.poll(a->v);
+	return save(a, b);
+}
+
+static void test_round_trip(void)
+{
+	struct env a, b;
+	struct vcxl_mig_buf s, cnt = {.count_only = true};
+	uint8_t ram[8];
+
+	if (make_source(&a, &s)) {
+		ok(0, "source");
+		return;
+	}
+	ok(eng(&a, ACCEL_REG_STATUS) & ACCEL_STATUS_BUSY, "source: the job is in flight at STOP");
+	ok(a.m->job.done == 4 * M, "source: one step of the job done before STOP (0x%llx)",
+	   (unsigned long long)a.m->job.done);
+	is(vcxl_vdev_ops.mig_save(a.v, &cnt), 0, "count-only save");
+	is(cnt.len, s.len, "the stop-copy size is exact (%zu bytes)", s.len);
+	ok(s.len < VCXL_MIG_STATE_MAX + 4 * M + 8 * 1024,
+	   "stream: %zu bytes, under 8 MiB plus the 4 MiB the job dirtied", s.len);
+
+	if (env_init(&b, 512 * M, VCXL_MODEL_ACCEL)) {
+		ok(0, "destination");
+		return;
+	}
+	irq_on(&b, 1); /* the destination's client arms its vectors */
+	vcxl_vdev_ops.mig_quiesce(b.v, true);
+	is(load(&b, s.data, s.len), 0, "load on a fresh device: %s", b.err);
+	is(memcmp(a.v->vcfg.val, b.v->vcfg.val, a.v->vcfg.size), 0, "virtual config space equal");
+	is(memcmp(a.v->vcomp.val, b.v->vcomp.val, a.v->vcomp.size), 0,
+	   "virtual component block equal");
+	ok(committed0(&b), "decoder 0 committed on the destination");
+	is(hr(&b, CXL_HDM_DEC_BASE_HI(0)), 0x10, "decoder 0 base");
+	ok(vcxl_rf_group_locked(&b.v->vcomp, b.v->comp.hdm.committed_group[0]) ==
+	       vcxl_rf_group_locked(&a.v->vcomp, a.v->comp.hdm.committed_group[0]),
+	   "decoder 0's commit lock as the source's");
+	for (uint32_t r = ACCEL_REG_JOB_OP; r < ACCEL_REG_DPA_WIN_BASE; r += 4)
+		if (eng(&a, r) != eng(&b, r))
+			ok(0, "engine register 0x%x: 0x%x vs 0x%x", r, eng(&a, r), eng(&b, r));
+	ok(1, "engine registers equal");
+	memset(ram, 0, sizeof(ram));
+	is(g_rd(b.v, 0, RAM_OFF, 8, NULL), 0xfeedfacecafebeefull, "BAR0 RAM");
+	is(g_rd(b.v, 0, RAM_OFF + 0x3000, 4, NULL), 0x12345678, "BAR0 RAM, another page");
+	ok(mem_is(&b, 0, 4 * M, PATTERN), "device memory the job wrote before STOP arrived");
+	ok(eng(&b, ACCEL_REG_STATUS) & ACCEL_STATUS_BUSY, "destination: the job is in flight");
+	is(b.irqs[1], 0, "no interrupt while stopped");
+	vcxl_vdev_ops.mig_quiesce(b.v, false);
+	for (int i = 0; i < 100 && (eng(&b, ACCEL_REG_STATUS) & ACCEL_STATUS_BUSY); i++)
+		vcxl_vdev_ops.poll(b.v);
+	is(eng(&b, ACCEL_REG_STATUS) & (ACCEL_STATUS_BUSY | ACCEL_STATUS_DONE), ACCEL_STATUS_DONE,
+	   "the job completed on the destination");
+	is(eng(&b, ACCEL_REG_JOBS_DONE), 1, "JOBS_DONE");
+	is(b.irqs[1], 1, "its completion interrupt");
+	ok(mem_is(&b, 0, JOB_LEN, PATTERN), "all 16 MiB filled");
+	/* a new job runs */
+	eng_w(&b, ACCEL_REG_JOB_LEN, 8, 64 * 1024);
+	eng_w(&b, ACCEL_REG_JOB_PATTERN, 8, 0);
+	eng_w(&b, ACCEL_REG_DOORBELL, 4, ACCEL_DOORBELL_GO);
+	is(eng(&b, ACCEL_REG_JOBS_DONE), 2, "a new job runs after the migration");
+	is(b.irqs[1], 2, "and interrupts");
+	/* the same stream loads again (save/restore: the same file twice) */
+	is(load(&b, s.data, s.len), 0, "the same stream loads again");
+	vcxl_mig_buf_free(&s);
+	env_fini(&b);
+	env_fini(&a);
+}
+
+static void test_type3_round_trip(void)
+{
+	struct env a, b;
+	struct vcxl_mig_buf s;
+
+	if (env_init(&a, 256 * M, VCXL_MODEL_TYPE3) || env_init(&b, 256 * M, VCXL_MODEL_TYPE3)) {
+		ok(0, "type3 devices");
+		return;
+	}
+	memset(a.m->lsa, 0x5a, 64);
+	a.m->memdev.int_policy[0] = 2;
+	is(save(&a, &s), 0, "type3: save");
+	is(load(&b, s.data, s.len), 0, "type3: load (%s)", b.err);
+	is(memcmp(a.m->lsa, b.m->lsa, sizeof(a.m->lsa)), 0, "type3: LSA");
+	is(b.m->memdev.int_policy[0], 2, "type3: event interrupt policy");
+	is(memcmp(a.m->memdevrf.val, b.m->memdevrf.val, a.m->memdevrf.size), 0,
+	   "type3: memory device registers");
+	vcxl_mig_buf_free(&s);
+	env_fini(&b);
+	struct env c;
+	if (!env_init(&c, 256 * M, VCXL_MODEL_ACCEL)) {
+		is(save(&a, &s), 0, "type3: save again");
+		ok(load(&c, s.data, s.len) == -EINVAL && strstr(c.err, "geometry"),
+		   "a Type-3 stream on an accelerator: refused (%s)", c.err);
+		vcxl_mig_buf_free(&s);
+		env_fini(&c);
+	}
+	env_fini(&a);
+}
+
+/* ---- hostile streams --------------------------------------------------------- */
+
+struct sec {
+	uint32_t type, flags;
+	const uint8_t *p;
+	uint64_t len;
+};
+
+static unsigned split(const uint8_t *s, size_t len, struct vcxl_mig_hdr *h, struct sec *out)
+{
+	struct vcxl_mig_iter it;
+	unsigned n = 0;
+	char err[128];
+
+	if (vcxl_mig_open(&it, s, len, h, err, sizeof(err)))
+		return 0;
+	while (n < 32 && vcxl_mig_next(&it, &out[n].type, &out[n].flags, &out[n].p, &out[n].len,
+				       err, sizeof(err)) > 0)
+		n++;
+	return n;
+}
+
+/* Build a stream of these sections, in this order, with correct checksums. */
+static void build(struct vcxl_mig_buf *b, const struct vcxl_mig_geom *g, const struct sec *s,
+		  unsigned n)
+{
+	memset(b, 0, sizeof(*b));
+	vcxl_mig_begin(b, g);
+	for (unsigned i = 0; i < n; i++) {
+		vcxl_mig_sec_begin(b, s[i].type, s[i].flags);
+		vcxl_mig_put(b, s[i].p, s[i].len);
+		vcxl_mig_sec_end(b);
+	}
+	vcxl_mig_finish(b);
+}
+
+static int find(const struct sec *s, unsigned n, uint32_t type)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (s[i].type == type)
+			return (int)i;
+	return -1;
+}
+
+/* refused with EINVAL, and the device reset (decoder 0 not committed) and usable */
+static void refused(struct env *b, const struct vcxl_mig_buf *x, const char *what)
+{
+	int rc;
+
+	commit0(b, 0x2000000000ull, 256 * M);
+	rc = load(b, x->data, x->len);
+	ok(rc == -EINVAL && b->err[0] && !committed0(b), "%s: refused, device reset (%s)", what,
+	   b->err);
+	g_wr(b->v, 0, RAM_OFF, 4, 0xabcd);
+	ok(g_rd(b->v, 0, RAM_OFF, 4, NULL) == 0xabcd, "%s: device usable after", what);
+}
+
+static void test_hostile(void)
+{
+	struct env a, b;
+	struct vcxl_mig_buf s, x;
+	struct vcxl_mig_hdr h;
+	struct sec sec[32], t[33];
+	unsigned n, bad = 0;
+	uint8_t *c;
+
+	if (make_source(&a, &s) || env_init(&b, 512 * M, VCXL_MODEL_ACCEL)) {
+		ok(0, "devices");
+		return;
+	}
+	n = split(s.data, s.len, &h, sec);
+	ok(n >= 9, "%u sections", n);
+
+	/* truncated: at every byte of the header, at every byte of the first 64 of
+	 * each section (its head, its first fields) and of the last 8 before the
+	 * next, and every 4093rd byte elsewhere (each failed load resets the
+	 * device: 0.5 ms) */
+	{
+		unsigned tries = 0;
+		size_t at[34];
+		at[0] = VCXL_MIG_HDR_LEN;
+		for (unsigned i = 0; i < n; i++)
+			at[i + 1] = (size_t)(sec[i].p - s.data) + sec[i].len;
+		for (size_t l = 0; l < s.len; l++) {
+			bool near = l < VCXL_MIG_HDR_LEN;
+			for (unsigned i = 0; i <= n && !near; i++)
+				near =
+				    (l >= at[i] && l < at[i] + 64) || (l + 8 >= at[i] && l < at[i]);
+			if (!near && l % 4093)
+				continue;
+			tries++;
+			if (load(&b, s.data, l) != -EINVAL)
+				bad++;
+		}
+		is(bad, 0, "truncated at %u of its %zu bytes: refused", tries, s.len);
+	}
+	/* truncated with the header's length (and CRC) fixed: found by the sections */
+	c = malloc(s.len);
+	bad = 0;
+	for (size_t l = VCXL_MIG_HDR_LEN; l < s.len; l += 509) {
+		uint64_t v = l;
+		uint32_t crc;
+		memcpy(c, s.data, l);
+		memcpy(c + 16, &v, 8);
+		memset(c + 28, 0, 4);
+		crc = vcxl_crc32(0, c, VCXL_MIG_HDR_LEN);
+		memcpy(c + 28, &crc, 4);
+		if (load(&b, c, l) != -EINVAL)
+			bad++;
+	}
+	is(bad, 0, "truncated with a consistent header, every 509 bytes: refused");
+	refused(&b, &(struct vcxl_mig_buf){.data = s.data, .len = s.len - 1}, "one byte short");
+
+	memcpy(c, s.data, s.len);
+	c[0] ^= 1;
+	refused(&b, &(struct vcxl_mig_buf){.data = c, .len = s.len}, "bad magic");
+	ok(strstr(b.err, "magic") != NULL, "the reason names the magic");
+	memcpy(c, s.data, s.len);
+	c[8] = 2; /* major version 2, header CRC fixed */
+	{
+		uint32_t crc;
+		memset(c + 28, 0, 4);
+		crc = vcxl_crc32(0, c, VCXL_MIG_HDR_LEN);
+		memcpy(c + 28, &crc, 4);
+	}
+	refused(&b, &(struct vcxl_mig_buf){.data = c, .len = s.len}, "version 2");
+	ok(strstr(b.err, "version") != NULL, "the reason names the version");
+	memcpy(c, s.data, s.len);
+	c[s.len / 2] ^= 0x40;
+	refused(&b, &(struct vcxl_mig_buf){.data = c, .len = s.len}, "a flipped bit");
+	ok(strstr(b.err, "checksum") != NULL, "the reason names the checksum");
+	memcpy(c, s.data, s.len);
+	c[20] ^= 1; /* header length field... of the stream: header CRC */
+	refused(&b, &(struct vcxl_mig_buf){.data = c, .len = s.len}, "header bit");
+	free(c);
+
+	/* sections reordered, duplicated, missing, oversized, unknown */
+	memcpy(t, sec, n * sizeof(*t));
+	t[0] = sec[1];
+	t[1] = sec[0];
+	build(&x, &h.geom, t, n);
+	refused(&b, &x, "two sections swapped");
+	ok(strstr(b.err, "out of order") != NULL, "the reason: out of order");
+	vcxl_mig_buf_free(&x);
+	memcpy(t, sec, n * sizeof(*t));
+	memmove(t + 2, t + 1, (n - 1) * sizeof(*t));
+	t[1] = t[0];
+	build(&x, &h.geom, t, n + 1);
+	refused(&b, &x, "a section twice");
+	ok(strstr(b.err, "duplicated") != NULL, "the reason: duplicated");
+	vcxl_mig_buf_free(&x);
+	for (unsigned drop = 0; drop < n; drop++) {
+		unsigned k = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (i != drop)
+				t[k++] = sec[i];
+		build(&x, &h.geom, t, k);
+		if (sec[drop].type == VCXL_MIG_SEC_DEVMEM) {
+			/* without the dirty pages the state is still whole */
+			vcxl_mig_buf_free(&x);
+			continue;
+		}
+		commit0(&b, 0x2000000000ull, 256 * M);
+		if (load(&b, x.data, x.len) != -EINVAL || committed0(&b))
+			ok(0, "without %s: loaded", vcxl_mig_sec_name(sec[drop].type));
+		vcxl_mig_buf_free(&x);
+	}
+	ok(1, "each mandatory section missing: refused");
+	{
+		int i = find(sec, n, VCXL_MIG_SEC_MODEL_BAR0);
+		uint8_t *big = calloc(1, sec[i].len + 4096);
+		memcpy(big, sec[i].p, sec[i].len);
+		memcpy(t, sec, n * sizeof(*t));
+		t[i].p = big;
+		t[i].len = sec[i].len + 4096;
+		build(&x, &h.geom, t, n);
+		refused(&b, &x, "MODEL_BAR0 with a page too many");
+		vcxl_mig_buf_free(&x);
+		t[i].len = sec[i].len - 8;
+		build(&x, &h.geom, t, n);
+		refused(&b, &x, "MODEL_BAR0 8 bytes short");
+		vcxl_mig_buf_free(&x);
+		free(big);
+	}
+	{
+		/* an unknown section: refused if mandatory, skipped if optional */
+		static const uint8_t junk[16] = {1, 2, 3};
+		memcpy(t, sec, n * sizeof(*t));
+		t[n] = (struct sec){.type = 40, .p = junk, .len = sizeof(junk)};
+		build(&x, &h.geom, t, n + 1);
+		refused(&b, &x, "an unknown mandatory section");
+		vcxl_mig_buf_free(&x);
+		t[n].flags = VCXL_MIG_SEC_OPTIONAL;
+		build(&x, &h.geom, t, n + 1);
+		is(load(&b, x.data, x.len), 0, "an unknown optional section is skipped (%s)",
+		   b.err);
+		vcxl_mig_buf_free(&x);
+	}
+	{
+		/* a section length past the end (its CRC no matter) */
+		memcpy(t, sec, n * sizeof(*t));
+		build(&x, &h.geom, t, n);
+		uint64_t huge = 1ull << 62;
+		memcpy(x.data + VCXL_MIG_HDR_LEN + 8, &huge, 8);
+		refused(&b, &x, "a section length of 2^62");
+		vcxl_mig_buf_free(&x);
+	}
+
+	/* another geometry */
+	{
+		struct vcxl_mig_geom g = h.geom;
+		g.region_size *= 2;
+		build(&x, &g, sec, n);
+		refused(&b, &x, "another region size");
+		ok(strstr(b.err, "geometry") != NULL, "the reason: geometry");
+		vcxl_mig_buf_free(&x);
+		g = h.geom;
+		g.guest_decoders++;
+		build(&x, &g, sec, n);
+		refused(&b, &x, "another decoder count");
+		vcxl_mig_buf_free(&x);
+	}
+	{
+		struct env d;
+		if (!env_init(&d, 1 * G, VCXL_MODEL_ACCEL)) {
+			ok(load(&d, s.data, s.len) == -EINVAL && strstr(d.err, "geometry"),
+			   "a destination with another --mem-size refuses (%s)", d.err);
+			env_fini(&d);
+		}
+	}
+
+	/* consistent framing, content that breaks the rules here */
+	{
+		int i = find(sec, n, VCXL_MIG_SEC_VCOMP);
+		uint8_t *p = malloc(sec[i].len);
+		uint32_t sz = 0x40000000u; /* 1 GiB, beyond the 512 MiB region */
+		memcpy(p, sec[i].p, sec[i].len);
+		memcpy(p + a.v->comp.hdm.off + CXL_HDM_DEC_SIZE_HI(0), &(uint32_t){1}, 4);
+		memcpy(p + a.v->comp.hdm.off + CXL_HDM_DEC_SIZE_LO(0), &sz, 4);
+		memcpy(t, sec, n * sizeof(*t));
+		t[i].p = p;
+		build(&x, &h.geom, t, n);
+		refused(&b, &x, "decoder 0 committed past the region");
+		ok(strstr(b.err, "decoder 0") != NULL, "the reason names the decoder");
+		vcxl_mig_buf_free(&x);
+		free(p);
+	}
+	{
+		int i = find(sec, n, VCXL_MIG_SEC_HOST);
+		uint8_t *p = malloc(sec[i].len);
+		memcpy(p, sec[i].p, sec[i].len);
+		p[8] ^= 0x10; /* the host region's HPA */
+		memcpy(t, sec, n * sizeof(*t));
+		t[i].p = p;
+		build(&x, &h.geom, t, n);
+		refused(&b, &x, "another host region");
+		ok(strstr(b.err, "host region") != NULL, "the reason: host region");
+		vcxl_mig_buf_free(&x);
+		free(p);
+	}
+	{
+		int i = find(sec, n, VCXL_MIG_SEC_MODEL_JOB);
+		uint8_t *p = malloc(sec[i].len);
+		uint64_t len = 4 * G;
+		memcpy(p, sec[i].p, sec[i].len);
+		memcpy(p + 32, &len, 8); /* the job's length past device memory */
+		memcpy(t, sec, n * sizeof(*t));
+		t[i].p = p;
+		build(&x, &h.geom, t, n);
+		refused(&b, &x, "a job past device memory");
+		vcxl_mig_buf_free(&x);
+		free(p);
+	}
+	{
+		int i = find(sec, n, VCXL_MIG_SEC_DEVMEM);
+		uint8_t *p = malloc(sec[i].len);
+		uint64_t pg = 1ull << 40;
+		memcpy(p, sec[i].p, sec[i].len);
+		memcpy(p + 16, &pg, 8);
+		memcpy(t, sec, n * sizeof(*t));
+		t[i].p = p;
+		build(&x, &h.geom, t, n);
+		refused(&b, &x, "a dirty page outside the region");
+		vcxl_mig_buf_free(&x);
+		free(p);
+	}
+	is(load(&b, s.data, s.len), 0, "after all that, the good stream loads");
+	ok(committed0(&b), "and its decoder is committed");
+	vcxl_mig_buf_free(&s);
+	env_fini(&b);
+	env_fini(&a);
+}
+
+/* ---- the protocol: a server thread with the vdev, a client ------------------ */
+
+struct srv {
+	struct env e;
+	int fd;
+	pthread_t th;
+};
+
+static void *srv_main(void *arg)
+{
+	struct srv *s = arg;
+	struct vcxl_conn_cfg cfg = {.name = "mig"};
+	struct vcxl_conn *c =
+	    vcxl_conn_create(&cfg, &vcxl_vdev_ops, s->e.v, &vcxl_sock_io_ops, vcxl_sock_io(s->fd));
+	int rc = 0;
+
+	while (!rc) {
+		struct pollfd p = {.fd = s->fd,
+				   .events = vcxl_conn_wants_write(c) ? POLLOUT : POLLIN};
+		int t = vcxl_conn_poll(c), n;
+
+		n = poll(&p, 1, t < 0 ? 20000 : t);
+		if (n < 0 || (n == 0 && t < 0))
+			break;
+		if (n)
+			rc = (p.events & POLLOUT) ? vcxl_conn_on_writable(c)
+						  : vcxl_conn_on_readable(c);
+		if (!rc && vcxl_conn_drain(c) < 0)
+			rc = -EIO;
+	}
+	vcxl_conn_destroy(c);
+	close(s->fd);
+	return NULL;
+}
+
+static struct vcxl_client *srv_start(struct srv *s)
+{
+	struct vcxl_client *c;
+	int sv[2];
+
+	if (env_init(&s->e, 512 * M, VCXL_MODEL_ACCEL) ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return NULL;
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	s->fd = sv[0];
+	pthread_create(&s->th, NULL, srv_main, s);
+	if (vcxl_client_from_fd(sv[1], &c) || vcxl_client_negotiate(c, NULL))
+		return NULL;
+	return c;
+}
+
+static void srv_stop(struct srv *s, struct vcxl_client *c)
+{
+	vcxl_client_close(c);
+	pthread_join(s->th, NULL);
+	env_fini(&s->e);
+}
+
+/* DEVICE_FEATURE: the errno, and the reply payload in out (if any) */
+static int feat(struct vcxl_client *c, uint32_t flags, uint32_t argsz, const void *data, size_t len,
+		void *out, size_t outlen)
+{
+	uint8_t buf[256];
+	struct vfio_device_feature f = {.argsz = argsz, .flags = flags};
+	struct vcxl_client_reply rep;
+	int rc;
+
+	memcpy(buf, &f, sizeof(f));
+	if (len)
+		memcpy(buf + sizeof(f), data, len);
+	rc = vcxl_client_raw(c, VFIO_USER_DEVICE_FEATURE, 0, buf, sizeof(f) + len, NULL, 0, &rep);
+	if (rc)
+		return rc;
+	rc = (rep.hdr.flags & VFIO_USER_F_ERROR) ? (int)rep.hdr.error : 0;
+	if (!rc && out)
+		memcpy(out, rep.data, rep.len < outlen ? rep.len : outlen);
+	vcxl_client_reply_free(&rep);
+	return rc;
+}
+
+static int set_state(struct vcxl_client *c, uint32_t st)
+{
+	struct vfio_device_feature_mig_state m = {.device_state = st, .data_fd = -1};
+
+	return feat(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE, 16, &m,
+		    sizeof(m), NULL, 0);
+}
+
+static uint32_t get_state(struct vcxl_client *c)
+{
+	uint8_t out[16] = {0};
+	uint32_t st = 0xff;
+
+	if (!feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE, 16, NULL, 0,
+		  out, sizeof(out)))
+		memcpy(&st, out + 8, 4);
+	return st;
+}
+
+/* MIG_DATA_READ of size: bytes returned, or -errno */
+static long data_read(struct vcxl_client *c, uint32_t size, uint8_t *dst)
+{
+	struct vfio_user_mig_data d = {.argsz = 8 + size, .size = size};
+	struct vcxl_client_reply rep;
+	long n;
+
+	if (vcxl_client_raw(c, VFIO_USER_MIG_DATA_READ, 0, &d, sizeof(d), NULL, 0, &rep))
+		return -EIO;
+	if (rep.hdr.flags & VFIO_USER_F_ERROR)
+		n = -(long)rep.hdr.error;
+	else {
+		memcpy(&d, rep.data, 8);
+		n = d.size;
+		if (dst && rep.len == 8 + d.size)
+			memcpy(dst, rep.data + 8, d.size);
+		else if (rep.len != 8 + d.size)
+			n = -EPROTO;
+	}
+	vcxl_client_reply_free(&rep);
+	return n;
+}
+
+static int data_write(struct vcxl_client *c, const uint8_t *p, uint32_t size)
+{
+	uint8_t *buf = malloc(8 + size);
+	struct vfio_user_mig_data d = {.argsz = 8 + size, .size = size};
+	struct vcxl_client_reply rep;
+	int rc;
+
+	memcpy(buf, &d, 8);
+	memcpy(buf + 8, p, size);
+	rc = vcxl_client_raw(c, VFIO_USER_MIG_DATA_WRITE, 0, buf, 8 + size, NULL, 0, &rep);
+	free(buf);
+	if (rc)
+		return rc;
+	rc = (rep.hdr.flags & VFIO_USER_F_ERROR) ? (int)rep.hdr.error : 0;
+	vcxl_client_reply_free(&rep);
+	return rc;
+}
+
+/* The whole stream through MIG_DATA_READ in chunks; its length */
+static size_t read_stream(struct vcxl_client *c, uint8_t **out)
+{
+	size_t len = 0, cap = 64 * M;
+	uint8_t *p = malloc(cap);
+	long n;
+
+	while ((n = data_read(c, 256 * 1024, p + len)) > 0) {
+		len += (size_t)n;
+		if (n < 256 * 1024)
+			break;
+	}
+	*out = p;
+	return len;
+}
+
+static void test_protocol(void)
+{
+	struct srv s;
+	struct vcxl_client *c = srv_start(&s);
+	uint8_t out[64], *stream = NULL;
+	uint64_t v = 0, size = 0;
+	size_t len;
+
+	if (!c) {
+		ok(0, "server");
+		return;
+	}
+	is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIGRATION, 16, NULL, 0, out, 16),
+	   0, "GET MIGRATION");
+	memcpy(&v, out + 8, 8);
+	is(v, VFIO_MIGRATION_STOP_COPY, "flags: STOP_COPY only (no P2P, no PRE_COPY)");
+	is(feat(c, VFIO_DEVICE_FEATURE_PROBE | VFIO_DEVICE_FEATURE_GET | 1, 8, NULL, 0, NULL, 0), 0,
+	   "PROBE GET MIGRATION");
+	is(feat(c, VFIO_DEVICE_FEATURE_PROBE | VFIO_DEVICE_FEATURE_SET | 1, 8, NULL, 0, NULL, 0),
+	   EINVAL, "PROBE SET MIGRATION: EINVAL (no SET)");
+	is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_SET | 2, 16, NULL, 0, NULL, 0),
+	   EINVAL, "GET|SET without PROBE: EINVAL");
+	is(feat(c, 1, 16, NULL, 0, NULL, 0), EINVAL, "no GET/SET/PROBE: EINVAL");
+	is(feat(c, (1u << 19) | VFIO_DEVICE_FEATURE_GET | 1, 16, NULL, 0, NULL, 0), EINVAL,
+	   "unknown flag bit: EINVAL");
+	is(feat(c, VFIO_DEVICE_FEATURE_GET | 3, 16, NULL, 0, NULL, 0), ENOTTY,
+	   "feature 3 (LOW_POWER_ENTRY): ENOTTY");
+	is(feat(c, VFIO_DEVICE_FEATURE_GET | 1, 12, NULL, 0, NULL, 0), EINVAL,
+	   "argsz too small for the reply: EINVAL");
+	is(feat(c, VFIO_DEVICE_FEATURE_GET | 1, 4, NULL, 0, NULL, 0), EINVAL, "argsz 4: EINVAL");
+	is(get_state(c), S_RUN, "RUNNING at connect");
+	is(data_read(c, 64, NULL), -EINVAL, "MIG_DATA_READ while RUNNING: EINVAL");
+	is(data_write(c, (const uint8_t *)"junk", 4), EINVAL,
+	   "MIG_DATA_WRITE while RUNNING: EINVAL");
+
+	is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_MIG_DATA_SIZE, 16, NULL, 0, out,
+		16),
+	   0, "GET MIG_DATA_SIZE");
+	memcpy(&size, out + 8, 8);
+	is(set_state(c, S_SC), 0, "RUNNING -> STOP_COPY");
+	is(get_state(c), S_SC, "in STOP_COPY");
+	is(data_read(c, 2 * M, NULL), -EINVAL, "a read over max_data_xfer_size: EINVAL");
+	len = read_stream(c, &stream);
+	is(len, size, "the stream is exactly MIG_DATA_SIZE's answer (%zu bytes)", len);
+	is(data_read(c, 64, NULL), 0, "at the end a read returns 0 bytes");
+	is(set_state(c, VFIO_USER_DEVICE_STATE_PRE_COPY), EINVAL, "STOP_COPY -> PRE_COPY: EINVAL");
+	is(get_state(c), S_SC, "still STOP_COPY");
+	is(set_state(c, S_RES), 0, "STOP_COPY -> RESUMING (through STOP)");
+	for (size_t off = 0; off < len; off += 100000)
+		data_write(c, stream + off, (uint32_t)(len - off < 100000 ? len - off : 100000));
+	is(set_state(c, S_RUN), 0, "RESUMING -> RUNNING: the stream loads");
+	is(get_state(c), S_RUN, "RUNNING");
+
+	/* garbage into RESUMING: ERROR, left only by DEVICE_RESET */
+	is(set_state(c, S_RES), 0, "RUNNING -> RESUMING");
+	is(data_write(c, (const uint8_t *)"garbage!", 8), 0, "8 bytes of garbage taken");
+	is(set_state(c, S_STP), EINVAL, "RESUMING -> STOP with garbage: EINVAL");
+	is(get_state(c), S_ERR, "ERROR");
+	is(set_state(c, S_RUN), EINVAL, "ERROR -> RUNNING: EINVAL");
+	is(set_state(c, S_ERR), EINVAL, "ERROR as a target: EINVAL");
+	is(vcxl_client_reset(c), 0, "DEVICE_RESET");
+	is(get_state(c), S_RUN, "RUNNING after DEVICE_RESET");
+
+	/* every (reachable state, target) pair through the protocol */
+	{
+		static const uint32_t from[] = {S_STP, S_RUN, S_SC, S_RES};
+		unsigned bad = 0, n = 0;
+		for (unsigned i = 0; i < 4; i++)
+			for (uint32_t t = 0; t < NSTATES + 1; t++) {
+				uint32_t exp = t < NSTATES ? fsm_next[from[i]][t] : BAD;
+				int rc;
+
+				vcxl_client_reset(c);
+				set_state(c, from[i]);
+				if (from[i] == S_RES)
+					data_write(c, stream, (uint32_t)(len < M ? len : M)),
+					    (void)0;
+				if (from[i] == S_RES && len > M)
+					for (size_t off = M; off < len; off += M)
+						data_write(
+						    c, stream + off,
+						    (uint32_t)(len - off < M ? len - off : M));
+				rc = set_state(c, t);
+				n++;
+				if (exp == BAD ? (rc != EINVAL || get_state(c) != from[i])
+					       : (rc || get_state(c) != t)) {
+					bad++;
+					diag("%s -> %s: rc %d state %s",
+					     vcxl_mig_state_name(from[i]), vcxl_mig_state_name(t),
+					     rc, vcxl_mig_state_name(get_state(c)));
+				}
+			}
+		is(bad, 0, "%u transitions over the socket as the table says", n);
+	}
+	vcxl_client_reset(c);
+
+	/* DMA logging: a job's DMA into client memory shows in the bitmap */
+	{
+		int mfd = memfd_create("guest", MFD_CLOEXEC);
+		struct {
+			struct vfio_user_dma_logging_control ctl;
+			struct vfio_user_dma_logging_range r;
+		} st = {{.page_size = 4096, .num_ranges = 1}, {0x100000, 0x100000}};
+		struct vfio_user_dma_logging_report rep = {0x100000, 0x100000, 4096};
+		uint8_t rout[8 + 24 + 32];
+		uint64_t bm[4];
+
+		setup_ok(ftruncate(mfd, 0x100000));
+		is(vcxl_client_dma_map(c, 0x100000, 0x100000,
+				       VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE,
+				       mfd, 0, NULL),
+		   0, "DMA map 1 MiB");
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT, 64,
+			&rep, sizeof(rep), NULL, 0),
+		   EINVAL, "REPORT before START: EINVAL");
+		is(feat(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, 40, &st,
+			sizeof(st), NULL, 0),
+		   0, "DMA_LOGGING_START");
+		is(feat(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, 40, &st,
+			sizeof(st), NULL, 0),
+		   EBUSY, "START twice: EBUSY");
+		/* the job: FILL 0x2000 bytes of client memory at +0x3000 */
+		vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_OP, ACCEL_OP_FILL);
+		vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_FLAGS,
+				    ACCEL_JOBF_DST_HOST);
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_DST, 0x103000);
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_LEN, 0x2000);
+		vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DOORBELL, 1);
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   0, "REPORT");
+		memcpy(bm, rout + 32, sizeof(bm));
+		is(bm[0], 0x18, "pages 3 and 4 dirty, nothing else");
+		ok(!bm[1] && !bm[2] && !bm[3], "the rest of the bitmap clear");
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   0, "REPORT again");
+		memcpy(bm, rout + 32, sizeof(bm));
+		is(bm[0], 0, "a report clears what it reported");
+		vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DOORBELL, 1);
+		rep.page_size = 8192;
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   0, "REPORT in 8 KiB pages");
+		memcpy(bm, rout + 32, sizeof(bm));
+		is(bm[0], 0x6, "8 KiB pages 1 and 2");
+		rep.iova = 0x300000;
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   EINVAL, "REPORT outside the logged range: EINVAL");
+		rep.iova = 0x100000;
+		rep.page_size = 4096;
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT, 40,
+			&rep, sizeof(rep), NULL, 0),
+		   EINVAL, "REPORT with argsz too small for its bitmap: EINVAL");
+		rep.page_size = 3000;
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), NULL, 0),
+		   EINVAL, "REPORT page size not a power of 2: EINVAL");
+		is(feat(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_STOP, 8, NULL,
+			0, NULL, 0),
+		   0, "DMA_LOGGING_STOP");
+		st.r.length = 0;
+		is(feat(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, 40, &st,
+			sizeof(st), NULL, 0),
+		   EINVAL, "START with an empty range: EINVAL");
+		st.r.length = 0x1000;
+		st.ctl.num_ranges = 2;
+		is(feat(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, 40, &st,
+			sizeof(st), NULL, 0),
+		   EINVAL, "START claiming more ranges than sent: EINVAL");
+		close(mfd);
+	}
+	free(stream);
+	srv_stop(&s, c);
+}
+
+int main(void)
+{
+	test_fsm_table();
+	test_round_trip();
+	test_type3_round_trip();
+	test_hostile();
+	test_protocol();
+	return tap_done();
+}
