@@ -5,19 +5,8 @@
 # the host ends the VM with `virsh destroy`, the way an operator would, which makes libvirt
 # run the hook's release. Kernel command line: vcxl.args="..." (words joined with ','),
 # passed on. Sections are framed by "=== NAME ===" lines; the host greps them.
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu
-
-mount -t proc proc /proc
-# the kernel's boot messages were on the console (the host's watchdog counts them as
-# progress); from here on warnings and worse only
-echo 4 > /proc/sys/kernel/printk
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mkdir -p /tmp /run
-mount -t tmpfs tmpfs /tmp
-
-sec() { echo "=== $* === (uptime $(cut -d' ' -f1 /proc/uptime)s)"; }
+# shellcheck source=tests/e2e/guest/e2e-init.sh
+. /lib/e2e-init.sh
 ARGS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^vcxl\.args=//p' | tail -1 | tr ',' ' ')
 
 sec "VCXL GUEST START"

@@ -40,6 +40,7 @@
 # VCXL_E2E_SILENCE (150) bound the guest as lib.sh does (one retry on silence or a stall).
 # Logs: BUILDDIR/e2e-libvirt/.
 set -u
+E2E_NAME=e2e-libvirt
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
@@ -55,26 +56,6 @@ VCXL=$CXLMEM_BUILD/src/tools/vcxl
 # shellcheck source=tests/e2e/initramfs.sh
 . "$HERE/initramfs.sh"
 
-n=0
-nfail=0
-tap() { # tap OK|FAIL|SKIP DESCRIPTION [REASON]
-	n=$((n + 1))
-	case "$1" in
-	OK) echo "ok $n - $2" ;;
-	SKIP) echo "ok $n - $2 # SKIP ${3:-}" ;;
-	*)
-		echo "not ok $n - $2"
-		nfail=$((nfail + 1))
-		;;
-	esac
-}
-diag() { sed 's/^/# /'; }
-skip_all() {
-	echo "SKIP e2e-libvirt: $1" >&2
-	echo "# SKIP e2e-libvirt: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
 now() { date +%s.%N; }
 procstate() { # the state letter of /proc/PID/stat (R, S, Z, ...), nothing when PID is gone
 	local st
@@ -141,6 +122,7 @@ if [ "${VCXL_E2E_LIBVIRT_INNER:-}" != 1 ]; then
 	IRD=$LOG/libvirt-overlay.staging
 	rm -rf "$IRD"
 	mkdir -p "$IRD"
+	ird_init_lib "$IRD"
 	install -m 0755 "$HERE/init-libvirt.sh" "$IRD/init"
 	ird_pack "$IRD" "$LOG/guest/libvirt-overlay.cpio.gz"
 	rm -rf "$IRD"
@@ -151,15 +133,15 @@ if [ "${VCXL_E2E_LIBVIRT_INNER:-}" != 1 ]; then
 	VCXL_E2E_LIBVIRT_INNER=1 VCXL_E2E_LIBVIRT_QEMU=$CXLMEM_QEMU VCXL_E2E_LIBVIRT_STATE=$state \
 		unshare --mount --propagation private "$0" "$CXLMEM_BUILD"
 	rc=$?
-	n=0 nfail=0 tmp="" mntns="" pids=""
-	# shellcheck disable=SC1090 # written by the inner run: n, nfail, tmp, mntns, pids
+	E2E_N=0 E2E_NFAIL=0 tmp="" mntns="" pids=""
+	# shellcheck disable=SC1090 # written by the inner run: E2E_N, E2E_NFAIL, tmp, mntns, pids
 	[ -s "$state" ] && . "$state"
 	rm -f "$state"
-	if [ "$n" = 0 ]; then
+	if [ "$E2E_N" = 0 ]; then
 		echo "Bail out! the run in the private namespace reported nothing (status $rc)"
 		exit 1
 	fi
-	[ "$rc" = 0 ] || [ "$nfail" -gt 0 ] || tap FAIL "the run in the private namespace exited with status $rc"
+	[ "$rc" = 0 ] || [ "$E2E_NFAIL" -gt 0 ] || tap FAIL "the run in the private namespace exited with status $rc"
 	host_state > "$LOG/host-after.txt"
 	if diff "$LOG/host-before.txt" "$LOG/host-after.txt" > "$LOG/host-diff.txt"; then
 		tap OK "the host's /etc/libvirt, /etc/default/vcxl, /run, /var/lib, /var/log, /var/cache, users and groups as before"
@@ -188,8 +170,7 @@ if [ "${VCXL_E2E_LIBVIRT_INNER:-}" != 1 ]; then
 		tap FAIL "the temp dir ${tmp:-?} removed"
 	fi
 	echo "# logs: $LOG"
-	echo "1..$n"
-	[ "$nfail" = 0 ]
+	e2e_done
 	exit
 fi
 
@@ -242,7 +223,7 @@ inner_cleanup() {
 	for p in $PIDS; do stop_pid "${p%:*}" 5; done
 	save_logs
 	{
-		echo "n=$n nfail=$nfail tmp=$T"
+		echo "E2E_N=$E2E_N E2E_NFAIL=$E2E_NFAIL tmp=$T"
 		echo "mntns=$(readlink /proc/self/ns/mnt)"
 		echo "pids='$PIDS'"
 	} > "$STATE"
@@ -527,34 +508,15 @@ else
 	tap FAIL "guest init completed ($BOOT_VERDICT after $BOOT_SECS s)"
 	tail -30 "$CON" 2> /dev/null | diag
 fi
-nsteps=0
-while IFS= read -r line; do
-	line=${line%$'\r'}
-	sname=${line#STEP }
-	sname=${sname%%:*}
-	sres=${line#*: }
-	sdetail=${sres#* }
-	sres=${sres%% *}
-	nsteps=$((nsteps + 1))
-	case "$sres" in
-	ok) tap OK "guest $sname: $sdetail" ;;
-	skip) tap SKIP "guest $sname" "$sdetail" ;;
-	*) tap FAIL "guest $sname: $sdetail" ;;
-	esac
-done < <(grep -a '^STEP ' "$CON" 2> /dev/null)
+e2e_steps_tap "$CON"
+nsteps=$E2E_NSTEPS
 if grep -a -q -E '^RESULT: [0-9]+ ok, 0 failed' "$CON" && [ "$nsteps" -ge 10 ]; then
 	tap OK "guest program finished with no failure ($nsteps steps)"
 else
 	tap FAIL "guest program finished with no failure ($nsteps steps)"
 fi
-nchk=0
-while IFS= read -r line; do
-	nchk=$((nchk + 1))
-	case "$line" in
-	ok*) tap OK "host: ${line#ok }" ;;
-	*) tap FAIL "host: ${line#FAIL }" ;;
-	esac
-done < <(cxlmem_hostcheck "$CON" "$T/vcxl/dev0.img")
+e2e_checks_tap host < <(cxlmem_hostcheck "$CON" "$T/vcxl/dev0.img")
+nchk=$E2E_NCHECKS
 if [ "$nchk" -ge 9 ]; then
 	tap OK "host checked $nchk guest accesses in the server's backing file"
 else
