@@ -42,6 +42,7 @@
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
+#include "guest-step.h"
 #include "vcxl/cxl_regs.h"
 #include "vcxl/model.h"
 
@@ -86,30 +87,9 @@ struct dev {
 	uint64_t page_pa;
 };
 
-static unsigned n_ok, n_fail;
 static bool expect_absent, do_reset = true, do_vfio;
 static const char *want_bdf;
 static uint64_t opt_hpa;
-
-static void step(const char *name, int result, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* result: 1 ok, 0 FAIL, -1 skip */
-static void step(const char *name, int result, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("STEP %s: %s ", name, result > 0 ? "ok" : result == 0 ? "FAIL" : "skip");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (result > 0)
-		n_ok++;
-	else if (result == 0)
-		n_fail++;
-}
 
 static uint64_t now_ms(void)
 {
@@ -117,11 +97,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	usleep(ms * 1000);
 }
 
 static int read_sysfs_hex(const char *path, unsigned long *v)

@@ -48,6 +48,7 @@
 
 #include <linux/pci_regs.h>
 
+#include "guest-step.h"
 #include "vcxl/cxl_regs.h"
 #include "vcxl/model.h"
 
@@ -107,28 +108,7 @@ struct dev {
 	long uid;	   /* ACPI _UID of the host bridge, -1 unknown */
 };
 
-static unsigned n_ok, n_fail;
 static int mem_fd = -1;
-
-static void step(const char *name, int result, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* result: 1 ok, 0 FAIL, -1 skip */
-static void step(const char *name, int result, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("STEP %s: %s ", name, result > 0 ? "ok" : result == 0 ? "FAIL" : "skip");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (result > 0)
-		n_ok++;
-	else if (result == 0)
-		n_fail++;
-}
 
 static double now_s(void)
 {
@@ -136,11 +116,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	usleep(ms * 1000);
 }
 
 static int read_sysfs(const char *path, char *buf, size_t len)

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest-step.h"
 #include "vcxl_accel_uapi.h"
 
 #define DEV_PATH "/dev/vcxl_accel0"
@@ -65,23 +66,6 @@
 #define HDM_DEC0_CTRL	      0x20
 #define HDM_CTRL_LOCK	      (1u << 8)
 #define HDM_CTRL_COMMITTED    (1u << 10)
-
-static int nfail;
-
-static void step(bool ok, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void step(bool ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("STEP %s: %s ", name, ok ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	nfail += !ok;
-}
 
 struct accel {
 	int fd;
@@ -154,7 +138,7 @@ static int cmd_jobs(uint64_t want_hpa, uint64_t want_size)
 
 	if (accel_open(&a))
 		return 1;
-	step(a.info.hpa_start == want_hpa && a.info.hpa_size == want_size, "driver-region",
+	step("driver-region", a.info.hpa_start == want_hpa && a.info.hpa_size == want_size,
 	     "[%#" PRIx64 ", +%#" PRIx64 ") (sysfs region: [%#" PRIx64 ", +%#" PRIx64
 	     "]), engine DPA %#" PRIx64,
 	     (uint64_t)a.info.hpa_start, (uint64_t)a.info.hpa_size, want_hpa, want_size,
@@ -164,7 +148,7 @@ static int cmd_jobs(uint64_t want_hpa, uint64_t want_size)
 	rc = job(&a, VCXL_ACCEL_FILL, FILL_OFF, 0, FILL_LEN, FILL_PATTERN, &lat);
 	nj++;
 	bad = rc ? FILL_LEN / 8 : check(&a, FILL_OFF, FILL_LEN, FILL_PATTERN, 0);
-	step(!rc && !bad, "fill",
+	step("fill", !rc && !bad,
 	     "%llu MiB at region offset %#llx: rc %d, %" PRIu64
 	     " of %llu qwords wrong through the mapping, interrupt after %u us",
 	     FILL_LEN / MIB, FILL_OFF, rc, bad, FILL_LEN / 8, lat);
@@ -173,7 +157,7 @@ static int cmd_jobs(uint64_t want_hpa, uint64_t want_size)
 	rc = job(&a, VCXL_ACCEL_COPY, COPY_OFF, FILL_OFF, FILL_LEN, 0, &lat);
 	nj++;
 	bad = rc ? FILL_LEN / 8 : check(&a, COPY_OFF, FILL_LEN, FILL_PATTERN, 0);
-	step(!rc && !bad, "copy", "%llu MiB %#llx -> %#llx: rc %d, %" PRIu64 " qwords wrong",
+	step("copy", !rc && !bad, "%llu MiB %#llx -> %#llx: rc %d, %" PRIu64 " qwords wrong",
 	     FILL_LEN / MIB, FILL_OFF, COPY_OFF, rc, bad);
 	hostcheck(COPY_OFF, FILL_LEN, FILL_PATTERN, 0);
 
@@ -181,25 +165,25 @@ static int cmd_jobs(uint64_t want_hpa, uint64_t want_size)
 	for (uint64_t i = 0; i < STORE_LEN / 8; i++)
 		a.mem[STORE_OFF / 8 + i] = STORE_SEED + i;
 	bad = check(&a, STORE_OFF, STORE_LEN, STORE_SEED, 1);
-	step(!bad, "store-load", "%llu MiB stored and loaded at %#llx: %" PRIu64 " qwords wrong",
+	step("store-load", !bad, "%llu MiB stored and loaded at %#llx: %" PRIu64 " qwords wrong",
 	     STORE_LEN / MIB, STORE_OFF, bad);
 	hostcheck(STORE_OFF, STORE_LEN, STORE_SEED, 1);
 	rc = job(&a, VCXL_ACCEL_COPY, STORE_COPY, STORE_OFF, STORE_LEN, 0, &lat);
 	nj++;
 	bad = rc ? STORE_LEN / 8 : check(&a, STORE_COPY, STORE_LEN, STORE_SEED, 1);
-	step(!rc && !bad, "store-copy",
+	step("store-copy", !rc && !bad,
 	     "the device copied the CPU's stores %#llx -> %#llx: rc %d, %" PRIu64 " qwords wrong",
 	     STORE_OFF, STORE_COPY, rc, bad);
 	hostcheck(STORE_COPY, STORE_LEN, STORE_SEED, 1);
 
 	rc = job(&a, VCXL_ACCEL_FILL, a.info.hpa_size - 4096, 0, 8192, FILL_PATTERN, NULL);
-	step(rc == -EINVAL, "bounds", "a FILL past the region's end: %s (want EINVAL)",
+	step("bounds", rc == -EINVAL, "a FILL past the region's end: %s (want EINVAL)",
 	     strerror(-rc));
 
 	uint64_t got = irqs(&a) - irq0;
-	step(got == nj, "interrupts", "%" PRIu64 " completion interrupts for %" PRIu64 " jobs", got,
+	step("interrupts", got == nj, "%" PRIu64 " completion interrupts for %" PRIu64 " jobs", got,
 	     nj);
-	return nfail != 0;
+	return n_fail != 0;
 }
 
 static int cmd_verify(const char *when)
@@ -214,7 +198,7 @@ static int cmd_verify(const char *when)
 	bad = check(&a, FILL_OFF, FILL_LEN, FILL_PATTERN, 0) +
 	      check(&a, STORE_COPY, STORE_LEN, STORE_SEED, 1);
 	snprintf(name, sizeof(name), "%s-data", when);
-	step(!bad, name, "the jobs' and the stores' data after %s: %" PRIu64 " qwords wrong", when,
+	step(name, !bad, "the jobs' and the stores' data after %s: %" PRIu64 " qwords wrong", when,
 	     bad);
 	uint64_t irq0 = irqs(&a);
 	/* each caller its own range, so that the host finds each one's job */
@@ -222,11 +206,11 @@ static int cmd_verify(const char *when)
 	rc = job(&a, VCXL_ACCEL_FILL, voff, 0, VERIFY_LEN, VERIFY_PATTERN, NULL);
 	bad = rc ? VERIFY_LEN / 8 : check(&a, voff, VERIFY_LEN, VERIFY_PATTERN, 0);
 	snprintf(name, sizeof(name), "%s-job", when);
-	step(!rc && !bad && irqs(&a) == irq0 + 1, name,
+	step(name, !rc && !bad && irqs(&a) == irq0 + 1,
 	     "a new FILL after %s: rc %d, %" PRIu64 " qwords wrong, %" PRIu64 " interrupt(s)", when,
 	     rc, bad, irqs(&a) - irq0);
 	hostcheck(voff, VERIFY_LEN, VERIFY_PATTERN, 0);
-	return nfail != 0;
+	return n_fail != 0;
 }
 
 /* Back-to-back FILLs over the rest of the region until a reset interrupts one (the
@@ -295,7 +279,7 @@ static int cmd_hdm(const char *bdf, uint64_t want_base)
 		pos = hdr >> 20;
 	}
 	if (!found) {
-		step(false, "hdm-after-unbind", "no component block in the Register Locator");
+		step("hdm-after-unbind", 0, "no component block in the Register Locator");
 		return 1;
 	}
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource%u", bdf, bir);
@@ -304,7 +288,7 @@ static int cmd_hdm(const char *bdf, uint64_t want_base)
 	void *p = fd < 0 ? MAP_FAILED
 			 : mmap(NULL, 0x10000, PROT_READ, MAP_SHARED, fd, (off_t)(off & ~(pg - 1)));
 	if (p == MAP_FAILED) {
-		step(false, "hdm-after-unbind", "mmap %s: %s", path, strerror(errno));
+		step("hdm-after-unbind", 0, "mmap %s: %s", path, strerror(errno));
 		return 1;
 	}
 	volatile uint32_t *cm = (volatile uint32_t *)((char *)p + (off & (pg - 1)) + CXL_CM_OFFSET);
@@ -314,19 +298,19 @@ static int cmd_hdm(const char *bdf, uint64_t want_base)
 		if ((cm[i] & 0xffff) == CXL_CAP_ID_HDM)
 			hdm = cm[i] >> 20;
 	if (!hdm) {
-		step(false, "hdm-after-unbind", "no HDM decoder capability");
+		step("hdm-after-unbind", 0, "no HDM decoder capability");
 		return 1;
 	}
 	volatile uint32_t *h = (volatile uint32_t *)((char *)cm + hdm);
 	v = h[HDM_DEC0_CTRL / 4];
 	uint64_t base =
 	    ((uint64_t)h[HDM_DEC0_BASE_LO / 4 + 1] << 32) | (h[HDM_DEC0_BASE_LO / 4] & 0xf0000000u);
-	step((v & HDM_CTRL_COMMITTED) && (v & HDM_CTRL_LOCK) && base == want_base,
-	     "hdm-after-unbind",
+	step("hdm-after-unbind",
+	     (v & HDM_CTRL_COMMITTED) && (v & HDM_CTRL_LOCK) && base == want_base,
 	     "decoder 0 as firmware left it: control %#x (committed %d, locked %d), base %#" PRIx64
 	     " (want %#" PRIx64 ")",
 	     v, !!(v & HDM_CTRL_COMMITTED), !!(v & HDM_CTRL_LOCK), base, want_base);
-	return nfail != 0;
+	return n_fail != 0;
 }
 
 int main(int argc, char **argv)
