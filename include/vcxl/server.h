@@ -260,6 +260,9 @@ struct vcxl_mig_stats {
 	char last_error[VCXL_MIG_ERRMSG]; /* why the last transition failed ("" none) */
 };
 
+/* "running", "stop-copy", ... (VFIO_DEVICE_STATE_*) */
+const char *vcxl_mig_state_name(uint32_t state);
+
 struct vcxl_conn_stats {
 	uint64_t msgs, errors, proto_errors, dma_msgs, irqs;
 	uint64_t by_cmd[VCXL_STATS_CMDS];

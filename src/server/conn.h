@@ -235,7 +235,6 @@ void conn_mig_reset(struct vcxl_conn *c);
  * inside it): the next state on the way from cur to target. 0, or -EINVAL
  * for an unsupported state or no path. */
 int vcxl_mig_next_state(uint32_t cur, uint32_t target, uint32_t *next);
-const char *vcxl_mig_state_name(uint32_t state);
 
 /* dma_xfer.c */
 extern const struct vcxl_dma_ops conn_dma_ops;

@@ -177,6 +177,28 @@ static struct json_object *counters(const struct vcxl_conn_stats *st)
 	return o;
 }
 
+/* The client's migration (docs/migration.md): state, sizes, progress, timing. */
+static struct json_object *migration(const struct vcxl_mig_stats *m, int64_t now)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "state", json_object_new_string(vcxl_mig_state_name(m->state)));
+	json_object_object_add(o, "dma_logging", json_object_new_boolean(m->logging));
+	json_object_object_add(o, "device_state_bytes",
+			       json_object_new_int64((int64_t)m->state_bytes));
+	json_object_object_add(o, "bytes_sent", json_object_new_int64((int64_t)m->bytes_sent));
+	json_object_object_add(o, "bytes_received",
+			       json_object_new_int64((int64_t)m->bytes_received));
+	if (m->stop_copy_since_ms)
+		json_object_object_add(o, "stop_copy_elapsed_ms",
+				       json_object_new_int64(now - m->stop_copy_since_ms));
+	json_object_object_add(o, "stop_copy_ms", json_object_new_int64((int64_t)m->stop_copy_ms));
+	json_object_object_add(o, "transitions", json_object_new_int64((int64_t)m->transitions));
+	json_object_object_add(o, "failures", json_object_new_int64((int64_t)m->failures));
+	json_object_object_add(o, "last_error", json_object_new_string(m->last_error));
+	return o;
+}
+
 /* What describe adds for device i: read now, or (the device busy) the last
  * description; NULL if there is none. The cache keeps a reference. */
 static struct json_object *describe_dev(struct vcxl_control *c, unsigned i, bool busy)
@@ -230,6 +252,7 @@ static struct json_object *device_status(struct vcxl_control *c, unsigned i, int
 				       json_object_new_int64(now - di.since_ms));
 		json_object_object_add(d, "client", cl);
 		json_object_object_add(d, "counters", counters(&di.st));
+		json_object_object_add(d, "migration", migration(&di.st.mig, now));
 	} else {
 		json_object_object_add(d, "client", NULL);
 	}

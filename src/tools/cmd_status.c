@@ -164,7 +164,7 @@ static void breakdown(char *buf, size_t len, int64_t total, struct json_object *
 
 static void print_device(struct json_object *d)
 {
-	struct json_object *cl, *cnt, *h, *g, *rs, *by;
+	struct json_object *cl, *cnt, *h, *g, *rs, *by, *mg;
 	char buf[1024], t[64];
 
 	printf("\n");
@@ -238,6 +238,35 @@ static void print_device(struct json_object *d)
 		kv("DMA:", "%lld bytes, %lld messages", (long long)jint(cnt, "dma_bytes"),
 		   (long long)jint(cnt, "dma_messages"));
 		kv("Interrupts:", "%lld", (long long)jint(cnt, "interrupts"));
+	}
+	if (json_object_object_get_ex(d, "migration", &mg)) {
+		const char *st = jstr(mg, "state"), *why = jstr(mg, "last_error");
+		long long size = (long long)jint(mg, "device_state_bytes");
+		long long sent = (long long)jint(mg, "bytes_sent");
+		long long recv = (long long)jint(mg, "bytes_received");
+		struct json_object *el;
+
+		if (!strcmp(st, "stop-copy"))
+			kv("Migration:",
+			   "stop-copy, %lld of %lld bytes sent (%lld%%), %lld ms so far", sent,
+			   size, size ? sent * 100 / size : 100,
+			   json_object_object_get_ex(mg, "stop_copy_elapsed_ms", &el)
+			       ? (long long)json_object_get_int64(el)
+			       : 0);
+		else if (!strcmp(st, "resuming"))
+			kv("Migration:", "resuming, %lld bytes received", recv);
+		else
+			kv("Migration:",
+			   "%s%s; last device state %lld bytes, sent %lld, received "
+			   "%lld, stop-copy %lld ms",
+			   st,
+			   json_object_object_get_ex(mg, "dma_logging", &el) &&
+				   json_object_get_boolean(el)
+			       ? ", DMA logging on"
+			       : "",
+			   size, sent, recv, (long long)jint(mg, "stop_copy_ms"));
+		if (why && *why)
+			kv("", "last failure (%lld): %s", (long long)jint(mg, "failures"), why);
 	}
 	if (json_object_object_get_ex(d, "resets", &rs))
 		kv("Resets:",
