@@ -268,8 +268,13 @@ def config_read_ecam(q, bdf):
     physical access, which reaches vfio_pci_read_config and so the server)."""
     bus, slot, fn = bdf
     addr = MMCFG_BASE + (bus << 20) + (slot << 15) + (fn << 12)
-    r = q.cmd("human-monitor-command", **{"command-line": f"xp /1wx 0x{addr:x}"})
-    out = r.get("return", "")
+    end = time.monotonic() + 10  # SeaBIOS may not have mapped the ECAM yet
+    while True:
+        r = q.cmd("human-monitor-command", **{"command-line": f"xp /1wx 0x{addr:x}"})
+        out = r.get("return", "")
+        if "Cannot access memory" not in out or time.monotonic() > end:
+            break
+        time.sleep(0.1)
     try:
         return int(out.split(":")[1].split()[0], 16), out.strip()
     except (IndexError, ValueError):
