@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * Seed corpus generator: `gen_corpus DIR` writes DIR/{vfio_user,vdev_regs,
- * version,hw_tables}/<seed> in the input formats of the four harnesses (see their
+ * version,hw_tables,mig_load}/<seed> in the input formats of the five harnesses (see their
  * headers). The message sequences are the real ones: QEMU 10.2's realize
  * order (VERSION with its JSON, DMA_MAPs first, GET_INFO, GET_REGION_INFO
  * 0-9 with argsz 32 and the argsz retry, GET_IRQ_INFO, REGION_READ of the
@@ -13,11 +13,17 @@
  * hw_tables/ holds what firmware and the kernel hand the hardware backend:
  * QEMU-like CEDTs (good, truncated, bad checksum, interleaved), region info
  * replies with sparse-mmap capabilities, and /proc/iomem snippets.
+ * mig_load/ holds device states saved from a real device: idle, a committed
+ * locked decoder with BAR0 RAM and a job latched while stopped, a DOE
+ * request half written.
  */
 #include <errno.h>
 #include <sys/stat.h>
 
 #include "fuzz_dev.h"
+#include "vcxl/migstream.h"
+#include "../src/model/accel.h"
+#include "../src/vfio-cxl/vdev_priv.h"
 #include "vcxl/cxl_spec.h"
 #include "vcxl/hw_vfio.h"
 
@@ -746,6 +752,62 @@ static void seeds_iomem(void)
 	iomem_save("iomem-bridge-overlap", 0x5f0000000ull, 2 * VCXL_SZ_256M, io);
 }
 
+/* ---- mig_load seeds: real saved device states --------------------------- */
+
+static void mig_save_seed(struct fz_dev *f, const char *name)
+{
+	struct vcxl_mig_buf b = {0};
+
+	if (vcxl_vdev_ops.mig_save(f->vdev, &b)) {
+		fprintf(stderr, "gen_corpus: %s: save failed\n", name);
+		exit(1);
+	}
+	write_file("mig_load", name, b.data, b.len, NULL, 0);
+	vcxl_mig_buf_free(&b);
+}
+
+static void mig_w(struct fz_dev *f, uint32_t region, uint64_t off, unsigned len, uint64_t v)
+{
+	vcxl_vdev_ops.region_write(f->vdev, region, off, &v, len);
+}
+
+static void seeds_mig_load(void)
+{
+	struct fz_dev f;
+	uint64_t hdm;
+
+	if (fz_dev_open(&f, VCXL_COMP_AT_START, 0)) {
+		fprintf(stderr, "gen_corpus: mig device setup failed\n");
+		exit(1);
+	}
+	hdm = f.info.cxl.hdm_offset;
+	mig_save_seed(&f, "idle");
+	/* a committed, locked decoder, BAR0 RAM, a job latched while stopped */
+	mig_w(&f, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, CXL_HDM_GCTRL_ENABLE);
+	mig_w(&f, 0, hdm + CXL_HDM_DEC_BASE_HI(0), 4, 0x4);
+	mig_w(&f, 0, hdm + CXL_HDM_DEC_SIZE_LO(0), 4, (uint32_t)FZ_REGION_SIZE);
+	mig_w(&f, 0, hdm + CXL_HDM_DEC_CTRL(0), 4,
+	      CXL_HDM_DEC_CTRL_COMMIT | CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT);
+	mig_w(&f, 0, 0x200000, 8, 0x0123456789abcdefull);
+	vcxl_vdev_ops.mig_quiesce(f.vdev, true);
+	mig_w(&f, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_OP, 4, ACCEL_OP_FILL);
+	mig_w(&f, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_FLAGS, 4, ACCEL_JOBF_IRQ);
+	mig_w(&f, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_VECTOR, 4, 2);
+	mig_w(&f, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_DST, 8, f.r->dpa + 0x100000);
+	mig_w(&f, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_LEN, 8, 16u << 20);
+	mig_w(&f, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_PATTERN, 8, 0x5a5a5a5a5a5a5a5aull);
+	mig_w(&f, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DOORBELL, 4, ACCEL_DOORBELL_GO);
+	mig_save_seed(&f, "committed-job-in-flight");
+	/* a DOE request half written */
+	if (f.vdev->has_doe) {
+		mig_w(&f, VFIO_PCI_CONFIG_REGION_INDEX, f.vdev->doe.base + PCI_DOE_WRITE, 4,
+		      0x00020001);
+		mig_w(&f, VFIO_PCI_CONFIG_REGION_INDEX, f.vdev->doe.base + PCI_DOE_WRITE, 4, 3);
+		mig_save_seed(&f, "doe-in-flight");
+	}
+	fz_dev_close(&f);
+}
+
 static void seeds_hw_tables(void)
 {
 	seeds_cedt();
@@ -775,6 +837,7 @@ int main(int argc, char **argv)
 	seeds_vdev_regs();
 	seeds_version();
 	seeds_hw_tables();
+	seeds_mig_load();
 	fz_dev_close(&dev);
 	printf("gen_corpus: %u seeds in %s\n", seeds, out_dir);
 	return 0;

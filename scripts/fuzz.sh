@@ -37,6 +37,7 @@ max_len() {
 	vfio_user) echo 8192 ;;
 	vdev_regs) echo 6145 ;;
 	hw_tables) echo 4097 ;;
+	mig_load) echo 1048576 ;; # a device state stream: 180 KiB and up
 	*) echo 8193 ;;
 	esac
 }

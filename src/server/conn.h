@@ -87,6 +87,7 @@ struct conn_mig {
 	bool in_bad;	/* a write was refused: the stream cannot load */
 	bool dev_dirty; /* the device tracks its own writes to its memory */
 	bool logging;
+	bool said_unsupported; /* "not migratable" logged once */
 	uint64_t log_pgsize;
 	unsigned nranges;
 	struct mig_log_range *ranges;

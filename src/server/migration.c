@@ -528,11 +528,21 @@ int conn_handle_device_feature(struct vcxl_conn *c, struct vcxl_msg *m, struct r
 		proto_err(c, m, "argsz %u flags 0x%x", f.argsz, f.flags);
 		return reply_error(r, EINVAL);
 	}
-	methods = mig_capable(c) ? feature_methods(feature) : 0;
+	if (!mig_capable(c)) {
+		/* the hardware backend: the client blocks migration (docs/hardware.md) */
+		if (!c->mig.said_unsupported)
+			vcxl_log(VCXL_LOG_INFO,
+				 "%s: migration not offered: this device's backend cannot save its "
+				 "state or track the device memory it writes (DEVICE_FEATURE %u: "
+				 "ENOTTY)",
+				 conn_name(c), feature);
+		c->mig.said_unsupported = true;
+		return reply_error(r, ENOTTY);
+	}
+	methods = feature_methods(feature);
 	if (!methods) {
-		/* the hardware backend, or a feature vcxl does not have */
-		vcxl_log(VCXL_LOG_DEBUG, "%s: DEVICE_FEATURE %u: not supported%s", conn_name(c),
-			 feature, mig_capable(c) ? "" : " (device not migratable)");
+		vcxl_log(VCXL_LOG_DEBUG, "%s: DEVICE_FEATURE %u: not supported", conn_name(c),
+			 feature);
 		return reply_error(r, ENOTTY);
 	}
 	if ((how & methods) != how) {

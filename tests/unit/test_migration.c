@@ -26,6 +26,7 @@
 #include "vcxl/migstream.h"
 #include "vcxl/model.h"
 #include "vcxl/server.h"
+#include "be_wrap.h"
 #include "tap.h"
 #include "vdev_util.h"
 #include "../../src/model/accel.h"
@@ -935,6 +936,38 @@ static void test_protocol(void)
 	srv_stop(&s, c);
 }
 
+/* A backend without the mig_* operations (the hardware backend's table has
+ * none: no device-side dirty tracking of CXL memory) is not migratable: no
+ * MIGRATION flags, and every operation refuses. */
+static void test_not_migratable(void)
+{
+	struct vcxl_model_cfg mc = {.mem_size = 256 * M};
+	struct vcxl_model *m;
+	struct vcxl_vdev *v;
+	struct vcxl_mig_buf b = {0};
+	struct bw w;
+	char err[200];
+
+	if (vcxl_model_create(&mc, &m)) {
+		ok(0, "model");
+		return;
+	}
+	bw_init(&w, vcxl_model_backend(m));
+	if (vcxl_vdev_create(&w.be, &(struct vcxl_vdev_cfg){0}, &v, err, sizeof(err))) {
+		ok(0, "vdev: %s", err);
+		vcxl_model_destroy(m);
+		return;
+	}
+	ok(!w.be.ops->mig_save, "the wrapped backend has no mig_save");
+	is(vcxl_vdev_ops.mig_flags(v), 0, "no migration flags: not advertised");
+	is(vcxl_vdev_ops.mig_save(v, &b), (uint64_t)-ENOTTY, "save: ENOTTY");
+	is(vcxl_vdev_ops.mig_load(v, (const uint8_t *)"x", 1, err, sizeof(err)), (uint64_t)-ENOTTY,
+	   "load: ENOTTY");
+	is(vcxl_vdev_ops.mig_quiesce(v, true), (uint64_t)-ENOTTY, "quiesce: ENOTTY");
+	vcxl_vdev_destroy(v);
+	vcxl_model_destroy(m);
+}
+
 int main(void)
 {
 	test_fsm_table();
@@ -942,5 +975,6 @@ int main(void)
 	test_type3_round_trip();
 	test_hostile();
 	test_protocol();
+	test_not_migratable();
 	return tap_done();
 }

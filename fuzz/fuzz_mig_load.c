@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * libFuzzer harness: the migration load path (docs/migration.md), what a
+ * destination does with the bytes of MIG_DATA_WRITE at RESUMING -> STOP
+ * (vcxl_vdev_ops.mig_load), on a real device.
+ *
+ * Input: a device state stream. It is loaded twice: as it is, and with its
+ * framing repaired (every section's CRC, the END CRC and count, the header's
+ * length and CRC recomputed), so that mutations reach the sections' checks
+ * and not only the checksums. The seeds are real saved states (gen_corpus).
+ *
+ * Oracle:
+ *  1. The load returns 0 or a negative errno.
+ *  2. Host-owned state is unchanged (fuzz_dev.h: physical decoders, Device
+ *     DVSEC, Register Locator, headers, physical DOE, the canaries in device
+ *     memory outside the region): a stream never writes outside the region.
+ *  3. A refused stream leaves the device reset: no virtual decoder committed.
+ *  4. A loaded stream is a state this device can have: saved again, it
+ *     loads again, and that load saves to the same bytes.
+ */
+#include <errno.h>
+
+#include "../src/vfio-cxl/vdev_priv.h"
+#include "fuzz_dev.h"
+#include "fuzz_harness.h"
+#include "vcxl/migstream.h"
+
+static struct fz_dev dev;
+static bool dev_ready;
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+/* Recompute what a writer would have: section CRCs (lengths clamped to the
+ * bytes there), END's CRC and count, the header's length and CRC. */
+static void repair(uint8_t *s, size_t len)
+{
+	size_t off = VCXL_MIG_HDR_LEN;
+	uint32_t nsec = 0;
+
+	if (len < VCXL_MIG_HDR_LEN)
+		return;
+	wr64(s + 16, len);
+	while (len - off >= VCXL_MIG_SEC_HDR_LEN) {
+		uint8_t *h = s + off;
+		uint64_t plen = rd64(h + 8), room = len - off - VCXL_MIG_SEC_HDR_LEN;
+
+		if (plen > room)
+			plen = room & ~7ull;
+		wr64(h + 8, plen);
+		if (rd32(h) == VCXL_MIG_SEC_END && plen >= VCXL_MIG_END_LEN) {
+			wr32(h + VCXL_MIG_SEC_HDR_LEN, vcxl_crc32(0, s, off));
+			wr32(h + VCXL_MIG_SEC_HDR_LEN + 4, nsec);
+		}
+		wr32(h + 16, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
+		off += VCXL_MIG_SEC_HDR_LEN + ((plen + 7) & ~7ull);
+		nsec++;
+		if (rd32(h) == VCXL_MIG_SEC_END || off > len)
+			break;
+	}
+	wr32(s + 28, 0);
+	wr32(s + 28, vcxl_crc32(0, s, VCXL_MIG_HDR_LEN));
+}
+
+static bool any_committed(struct fz_dev *f)
+{
+	struct vcxl_hdm *h = &f->vdev->comp.hdm;
+
+	for (unsigned i = 0; i < h->count; i++) {
+		struct vcxl_hdm_decoder d;
+		vcxl_hdm_decoder_get(h, i, &d);
+		if (d.committed)
+			return true;
+	}
+	return false;
+}
+
+static void load_one(struct fz_dev *f, const uint8_t *s, size_t len, const char *what)
+{
+	char err[256];
+	int rc;
+
+	vcxl_vdev_ops.reset(f->vdev);
+	rc = vcxl_vdev_ops.mig_load(f->vdev, s, len, err, sizeof(err));
+	if (rc > 0)
+		fz_fail("%s: load returned %d", what, rc);
+	fz_check_host(f, what, true);
+	if (rc) {
+		if (any_committed(f))
+			fz_fail("%s: refused (%s) but a virtual decoder stays committed", what,
+				err);
+		return;
+	}
+	/* a state this device can have: saved, it loads again, to the same bytes */
+	struct vcxl_mig_buf a = {0}, b = {0};
+	if (vcxl_vdev_ops.mig_save(f->vdev, &a))
+		fz_fail("%s: loaded but not saved again", what);
+	rc = vcxl_vdev_ops.mig_load(f->vdev, a.data, a.len, err, sizeof(err));
+	if (rc)
+		fz_fail("%s: its own save refused: %s", what, err);
+	if (vcxl_vdev_ops.mig_save(f->vdev, &b) || a.len != b.len || memcmp(a.data, b.data, a.len))
+		fz_fail("%s: save, load, save is not stable", what);
+	fz_check_host(f, "reload", true);
+	vcxl_mig_buf_free(&a);
+	vcxl_mig_buf_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *copy;
+
+	fz_quiet();
+	if (!dev_ready) {
+		if (fz_dev_open(&dev, VCXL_COMP_AT_START, 0))
+			fz_fail("device setup failed");
+		/* a destination in RESUMING: nothing runs by itself */
+		vcxl_vdev_ops.mig_quiesce(dev.vdev, true);
+		dev_ready = true;
+	}
+	load_one(&dev, data, size, "as sent");
+	copy = malloc(size ? size : 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	repair(copy, size);
+	load_one(&dev, copy, size, "framing repaired");
+	free(copy);
+	return 0;
+}
