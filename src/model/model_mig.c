@@ -26,6 +26,7 @@
 
 #include "accel.h"
 #include "../common/sigbus_guard.h"
+#include "vcxl/cxl_regs.h"
 #include "vcxl/migstream.h"
 
 #define BAR0_PAGES	(VCXL_MODEL_BAR0_SIZE / VCXL_MIG_PAGE)
@@ -67,18 +68,16 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- which bytes are whose --------------------------------------------- */
 
-/* Config space: the guest's parts (the CXL Device DVSEC and the Register
- * Locator are the host's, programmed at bring-up; the DOE the host read
- * CDAT from). */
+/* Config space: the guest's parts, the standard header and capabilities and
+ * the bodies of the GPF and Flex Bus DVSECs. The host's: the CXL Device
+ * DVSEC and the Register Locator (programmed at bring-up), every extended
+ * capability and DVSEC header, the DOE the host read CDAT from. The model
+ * changes no read-only config bit by itself: none is live, all are checked. */
+#define DVSEC_BODY (PCIE_DVSEC_HEADER2 + 2) /* past the headers */
 static const struct vcxl_rf_range cfg_take[] = {
     {0, MODEL_DVSEC_DEVICE},
-    {MODEL_DVSEC_GPF, MODEL_DOE - MODEL_DVSEC_GPF},
-};
-/* Bits the device itself changes (status registers, link state). */
-static const struct vcxl_rf_range cfg_live[] = {
-    {PCI_COMMAND, 4},
-    {MODEL_PCIE_CAP, MODEL_PCIE_CAP_SIZE},
-    {MODEL_DVSEC_GPF, MODEL_DOE - MODEL_DVSEC_GPF},
+    {MODEL_DVSEC_GPF + DVSEC_BODY, MODEL_DVSEC_FLEXBUS - MODEL_DVSEC_GPF - DVSEC_BODY},
+    {MODEL_DVSEC_FLEXBUS + DVSEC_BODY, MODEL_DOE - MODEL_DVSEC_FLEXBUS - DVSEC_BODY},
 };
 /* BAR2: the engine's registers and the PBA; the DPA window and the MSI-X
  * table are the host's. */
@@ -440,8 +439,8 @@ int model_mig_stage(void *dev, uint32_t type, const uint8_t *p, uint64_t len, ch
 		return fail(err, errlen, "section %u not the model's, or twice", type);
 	switch (type) {
 	case VCXL_MIG_SEC_MODEL_CFG:
-		if (stage_rf(&m->cfgrf, "MODEL_CFG", p, len, cfg_take, N(cfg_take), cfg_live,
-			     N(cfg_live), &s->cfg, err, errlen))
+		if (stage_rf(&m->cfgrf, "MODEL_CFG", p, len, cfg_take, N(cfg_take), NULL, 0,
+			     &s->cfg, err, errlen))
 			return -EINVAL;
 		break;
 	case VCXL_MIG_SEC_MODEL_BAR2:

@@ -293,19 +293,30 @@ static int vcfg_take_ranges(struct vcxl_vdev *v, struct vmig_stage *s)
 static int stage_vcfg(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *p, uint64_t len,
 		      char *err, size_t errlen)
 {
-	/* live fields: the DVSEC's status refreshed from the device, the DOE's status */
-	struct vcxl_rf_range live[2] = {{v->dvsec.base, v->dvsec_len}, {0, 0}};
+	/* live fields (read-only bits the vdev itself sets): the DVSEC's Status2 and
+	 * Range Size Low (refreshed from the device, Reset Complete), the DOE's
+	 * Control, Status and Read Mailbox; every other read-only bit is checked */
+	uint32_t dv = v->dvsec.base, doe = v->doe.base;
+	struct vcxl_rf_range live[6] = {
+	    {dv + CXL_DVSEC_STATUS2, 2},
+	    {dv + CXL_DVSEC_RANGE_SIZE_LO(0), 4},
+	    {dv + CXL_DVSEC_RANGE_SIZE_LO(1), 4},
+	};
+	unsigned nlive = 3;
 	uint32_t bad = 0;
 	int rc = vcfg_take_ranges(v, s);
 
 	if (rc)
 		return rc;
-	if (v->has_doe)
-		live[1] = (struct vcxl_rf_range){v->doe.base, PCI_DOE_CAP_SIZE};
+	if (v->has_doe) {
+		live[nlive++] = (struct vcxl_rf_range){doe + PCI_DOE_CTRL, 4};
+		live[nlive++] = (struct vcxl_rf_range){doe + PCI_DOE_STATUS, 4};
+		live[nlive++] = (struct vcxl_rf_range){doe + PCI_DOE_READ, 4};
+	}
 	if (len != vcxl_rf_state_len(&v->vcfg))
 		return fail(err, errlen, "VCFG: %llu bytes, expected %zu", (unsigned long long)len,
 			    vcxl_rf_state_len(&v->vcfg));
-	if (vcxl_rf_check_state(&v->vcfg, p, len, s->vcfg_take, s->vcfg_ntake, live, 2, &bad))
+	if (vcxl_rf_check_state(&v->vcfg, p, len, s->vcfg_take, s->vcfg_ntake, live, nlive, &bad))
 		return fail(err, errlen, "VCFG: config byte 0x%x differs from this device's layout",
 			    bad);
 	s->vcfg = p;
