@@ -15,29 +15,18 @@
 # unpacked, not installed.
 #
 # Cached in ${VCXL_QEMU_CACHE:-~/.cache/vcxl-qemu-build}/<key>/ where key hashes
-# the patches, the source's identity and this script's configuration; a cached
+# the patches, the source's identity and the configure line (scripts/qemu-config.sh); a cached
 # binary is reused without rebuilding; <cache>/<key>/ also holds the patches and
 # build-info (source, hash, configure line), which make qemu-deb packages with it.
 # Progress goes to stderr, the build log to <cache>/<key>.log.
 set -eu
 
-QEMU_VERSION="1:10.2.2+ds-1"
-DSC="qemu_10.2.2+ds-1.dsc"
-MESON_DEB="meson_1.7.0-1~bpo12+1_all.deb"
-# Installed paths as Debian's own qemu (its debian/rules): prefix /usr, not relocatable,
-# helpers (qemu-bridge-helper) in /usr/lib/qemu, and a firmware path that finds Debian's
-# qemu-system-data, seabios and ipxe-qemu, so the binary needs no -L wherever it is run
-# from (the build cache, or /usr/libexec/vcxl/ from the vcxl-qemu package, make qemu-deb).
-# Debian's 10.2.2 drops /usr/lib/ipxe/qemu from its path because trixie's ipxe-qemu also
-# links its ROMs into /usr/share/qemu; bookworm's ipxe-qemu has them only there.
-FIRMWAREPATH="/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu"
-CONFIGURE_ARGS="--target-list=x86_64-softmmu --without-default-features --enable-kvm \
---enable-slirp --enable-fdt=system --disable-docs --disable-tools --disable-download \
---disable-install-blobs --prefix=/usr --libexecdir=/usr/lib/qemu --disable-relocatable \
---firmwarepath=$FIRMWAREPATH --with-pkgversion=vcxl"
 NICE="${VCXL_QEMU_NICE:-10}"
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+# QEMU_VERSION, DSC, CONFIGURE_ARGS (shared with make qemu-check) and the source/meson helpers
+# shellcheck source=scripts/qemu-config.sh
+. "$REPO/scripts/qemu-config.sh"
 PATCHES="$REPO/vmm/qemu"
 CACHE="${VCXL_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-qemu-build}"
 
@@ -52,72 +41,14 @@ need() {
 		command -v "$t" >/dev/null 2>&1 || die "'$t' not found; run 'make deps' (scripts/deps.sh) first"
 	done
 }
-need sha256sum dpkg-source dpkg-deb patch python3 ninja pkg-config flex bison cc flock
-for pc in glib-2.0 slirp zlib; do
-	pkg-config --exists "$pc" || die "pkg-config cannot find '$pc' (development package missing); run 'make deps'"
-done
-[ -f /usr/include/libfdt.h ] || die "libfdt.h not found (libfdt-dev); run 'make deps'"
-python3 -c 'import venv, ensurepip' 2>/dev/null || die "python3-venv is missing; run 'make deps'"
+qemu_need_build_deps
 
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9 # one build at a time; a second caller then finds the cached binary
 
 # --- the source --------------------------------------------------------------
-# APT_DIR: a private apt configuration (sid deb-src, bookworm-backports deb),
-# used only when neither $VCXL_QEMU_SRC nor the shared copy exists.
-APT_DIR="$CACHE/apt"
-apt_private() {
-	need apt-get
-	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
-	cat >"$APT_DIR/sources.list" <<EOF
-deb-src http://deb.debian.org/debian sid main
-deb http://deb.debian.org/debian bookworm-backports main
-EOF
-	set -- -o Dir::Etc::SourceList="$APT_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null \
-		-o Dir::State::Lists="$APT_DIR/lists" -o Dir::Cache::Archives="$APT_DIR/archives" \
-		-o APT::Sandbox::User=root
-	if [ ! -e "$APT_DIR/lists/.updated" ]; then
-		say "fetching package lists for the private deb-src/backports lines"
-		apt-get "$@" update >&2 || die "apt-get update (private sources in $APT_DIR) failed"
-		touch "$APT_DIR/lists/.updated"
-	fi
-	APT_OPTS="$*"
-}
-
-SRC_KIND="" SRC_DIR=""
-if [ -n "${VCXL_QEMU_SRC:-}" ]; then
-	[ -d "$VCXL_QEMU_SRC" ] || die "VCXL_QEMU_SRC=$VCXL_QEMU_SRC is not a directory"
-	SRC_DIR=$(cd "$VCXL_QEMU_SRC" && pwd)
-	if [ -f "$SRC_DIR/$DSC" ]; then
-		SRC_KIND=dsc
-	elif [ -x "$SRC_DIR/configure" ] && [ -f "$SRC_DIR/VERSION" ]; then
-		SRC_KIND=tree
-	else
-		die "VCXL_QEMU_SRC=$SRC_DIR has neither $DSC nor an unpacked QEMU tree"
-	fi
-elif [ -f "$REPO/../shared/tools/qemu/source/$DSC" ]; then
-	SRC_DIR=$(cd "$REPO/../shared/tools/qemu/source" && pwd)
-	SRC_KIND=dsc
-else
-	SRC_DIR="$CACHE/source"
-	if [ ! -f "$SRC_DIR/$DSC" ]; then
-		apt_private
-		mkdir -p "$SRC_DIR"
-		say "apt-get source qemu=$QEMU_VERSION (download only)"
-		# shellcheck disable=SC2086
-		(cd "$SRC_DIR" && apt-get $APT_OPTS source --download-only "qemu=$QEMU_VERSION" >&2) ||
-			die "apt-get source qemu=$QEMU_VERSION failed (network? sid no longer has it?); set VCXL_QEMU_SRC"
-	fi
-	SRC_KIND=dsc
-fi
-
-if [ "$SRC_KIND" = dsc ]; then
-	SRC_ID=$(sha256sum "$SRC_DIR/$DSC" | cut -d' ' -f1) # the .dsc pins every tarball's hash
-else
-	SRC_ID="tree:$SRC_DIR:$(cat "$SRC_DIR/VERSION")"
-	[ "$(cat "$SRC_DIR/VERSION")" = "10.2.2" ] || say "warning: $SRC_DIR is QEMU $(cat "$SRC_DIR/VERSION"), the patches are for 10.2.2"
-fi
+qemu_find_source "$REPO" "$CACHE"
 
 # --- the cache key ------------------------------------------------------------
 set -- "$PATCHES"/*.patch
@@ -154,36 +85,7 @@ if [ -x "$BIN" ]; then
 fi
 
 # --- meson >= 1.5 ---------------------------------------------------------------
-MESON_OK=0
-if command -v meson >/dev/null 2>&1; then
-	mv=$(meson --version)
-	major=${mv%%.*} rest=${mv#*.}
-	minor=${rest%%.*}
-	if [ "$major" -gt 1 ] || { [ "$major" -eq 1 ] && [ "$minor" -ge 5 ]; }; then MESON_OK=1; fi
-fi
-MESON_DIR="$CACHE/meson-1.7"
-if [ "$MESON_OK" = 0 ] && [ ! -x "$MESON_DIR/usr/bin/meson" ]; then
-	deb=""
-	for d in "$SRC_DIR" "$REPO/../shared/tools/qemu/source" "$APT_DIR/archives"; do
-		[ -f "$d/$MESON_DEB" ] && deb="$d/$MESON_DEB" && break
-	done
-	if [ -z "$deb" ]; then
-		apt_private
-		say "apt-get download meson/bookworm-backports"
-		# shellcheck disable=SC2086
-		(cd "$APT_DIR/archives" && apt-get $APT_OPTS download meson/bookworm-backports >&2) ||
-			die "meson >= 1.5 is needed (system has $(meson --version 2>/dev/null || echo none)); could not fetch $MESON_DEB"
-		deb=$(ls "$APT_DIR"/archives/meson_*_all.deb | tail -n1)
-	fi
-	rm -rf "$MESON_DIR.tmp" && mkdir -p "$MESON_DIR.tmp"
-	dpkg-deb -x "$deb" "$MESON_DIR.tmp" || die "cannot unpack $deb"
-	mv "$MESON_DIR.tmp" "$MESON_DIR"
-fi
-if [ "$MESON_OK" = 0 ]; then
-	PATH="$MESON_DIR/usr/bin:$PATH"
-	PYTHONPATH="$MESON_DIR/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}"
-	export PATH PYTHONPATH
-fi
+qemu_meson "$REPO" "$CACHE"
 
 # --- unpack, patch, sync into the build tree, configure, build --------------------
 # One build tree ($CACHE/tree) is kept between builds: a new patch set is applied
@@ -200,12 +102,7 @@ fail() {
 }
 say "build $KEY: source $SRC_DIR, $# patches, log $LOG"
 t0=$(date +%s)
-if [ "$SRC_KIND" = dsc ]; then
-	dpkg-source -x "$SRC_DIR/$DSC" "$WORK/src" >>"$LOG" 2>&1 || fail "dpkg-source -x $SRC_DIR/$DSC failed"
-else
-	cp -a "$SRC_DIR" "$WORK/src" || die "cannot copy $SRC_DIR"
-fi
-rm -rf "$WORK/src/.pc" "$WORK/src/.git"
+qemu_unpack_source "$WORK/src" "$LOG" || fail "cannot unpack the source ($SRC_DIR)"
 for p in "$@"; do
 	echo "applying $(basename "$p")" >>"$LOG"
 	patch -d "$WORK/src" -p1 --batch --forward <"$p" >>"$LOG" 2>&1 || fail "patch $(basename "$p") does not apply"
