@@ -73,9 +73,10 @@ cp "$REPO/vmm/qemu/README.md" "$tree/patches/README.md"
 cat >"$tree/debian/changelog" <<EOF
 vcxl-qemu ($version) unstable; urgency=medium
 
-  * QEMU $upstream ($qemu_src) with vcxl's patch series vmm/qemu/
-    ($# patches), built by make qemu (cache key $key) and packaged by
-    make qemu-deb.
+  * QEMU $upstream ($qemu_src) with vcxl's patch series
+    vmm/qemu/ ($# patches).
+  * Built by make qemu, cache key $key.
+  * Packaged by make qemu-deb.
 
  -- $maint  $date
 EOF

@@ -5,6 +5,7 @@
 #   2. qemu-system-x86_64 on PATH, if it has vfio-user-pci (QEMU 10.1+)
 #   3. the bundled QEMU 10.2.2: <repo>/../shared/tools/qemu/install.sh, unpacked
 #      into $VCXL_QEMU_DIR (default ~/.cache/vcxl-qemu)
+#   4. the CXL-aware QEMU of make qemu (scripts/qemu-build.sh), unless VCXL_E2E_BUILD_QEMU=0
 # Exit 1 with a reason on stderr if none is usable.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +40,17 @@ if [ -f "$inst" ]; then
 		exit 0
 	fi
 	echo "qemu-find: $inst did not give a QEMU with vfio-user-pci" >&2
-	exit 1
 fi
-echo "qemu-find: no qemu-system-x86_64 with vfio-user-pci on PATH and no $inst" >&2
+# 4. the CXL-aware QEMU of make qemu (scripts/qemu-build.sh; 10.2.2 with vmm/qemu's series:
+#    a vfio-user-pci that behaves as stock for a device the guest drives itself), when it is
+#    already built (make test's e2e-prep builds it first): a machine without the bundled
+#    QEMU still runs the stock-QEMU suites
+if [ "${VCXL_E2E_BUILD_QEMU:-1}" != 0 ]; then
+	q=$("$root/scripts/qemu-build.sh" 2>/dev/null | tail -n 1)
+	if [ -n "$q" ] && has_vfio_user "$q"; then
+		echo "$q"
+		exit 0
+	fi
+fi
+echo "qemu-find: no qemu-system-x86_64 with vfio-user-pci on PATH, no usable $inst and no make qemu build" >&2
 exit 1

@@ -57,7 +57,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
-# ---- QEMU 10.2 (volatile cxl-type3): VCXL_QEMU, PATH, the bundled one ----
+# ---- QEMU 10.2 (volatile cxl-type3): VCXL_QEMU, PATH, the bundled one, make qemu's ----
 qemu_ok() {
 	[ -x "$1" ] || return 1
 	"$1" --version 2>/dev/null | head -1 | grep -qE 'version (10\.([2-9]|[1-9][0-9])|1[1-9]|[2-9][0-9])\.' &&
@@ -71,12 +71,12 @@ if [ -z "$QEMU" ]; then
 	q=$(command -v qemu-system-x86_64 2>/dev/null || true)
 	[ -n "$q" ] && qemu_ok "$q" && QEMU=$q
 fi
-if [ -z "$QEMU" ] && [ -f "$SRC/../shared/tools/qemu/install.sh" ]; then
-	q=$(VCXL_QEMU_DIR=${VCXL_QEMU_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-qemu} \
-		sh "$SRC/../shared/tools/qemu/install.sh" 2>/dev/null | tail -n 1)
+# the bundled 10.2.2, else make qemu's (tests/e2e/qemu-find.sh)
+if [ -z "$QEMU" ]; then
+	q=$("$HERE/../qemu-find.sh" 2>/dev/null)
 	[ -n "$q" ] && qemu_ok "$q" && QEMU=$q
 fi
-[ -n "$QEMU" ] || skip_all "no QEMU 10.2 (set VCXL_QEMU, or ../shared/tools/qemu/install.sh)"
+[ -n "$QEMU" ] || skip_all "no QEMU 10.2 (set VCXL_QEMU, ../shared/tools/qemu/install.sh or make qemu)"
 echo "# QEMU: $QEMU ($("$QEMU" --version | head -1))"
 
 # ---- guest kernel (shared cache with e2e-qemu, else our own download) ----
