@@ -24,9 +24,9 @@
 
 #include "ref_dispatch.h"
 #include "vcxl/client.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/model.h"
-#include "vcxl/vfio_cxl.h"
+#include "cxl/cxl_spec.h"
+#include "model/model.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 #define RUNS	9
 #define RT_RUNS 41

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vcxl/cxl_regs.h"
+#include "cxl/cxl_regs.h"
 
 struct ref_block {
 	uint64_t start, len;

@@ -29,11 +29,11 @@
 
 #include "fuzz_harness.h"
 #include "unit/be_wrap.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/model.h"
-#include "vcxl/server.h"
-#include "vcxl/vfio_cxl.h"
+#include "cxl/cxl_regs.h"
+#include "host/host_cxl.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 #define FZ_MEM_SIZE    (512ull << 20) /* device memory */
 #define FZ_REGION_SIZE (256ull << 20) /* the CXL region: the other half is host-only */

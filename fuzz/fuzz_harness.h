@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -48,8 +48,8 @@
 #include <string.h>
 
 #include "fuzz_harness.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/hw_vfio.h"
+#include "cxl/cxl_regs.h"
+#include "hw/hw_vfio.h"
 
 #define FZ_OUTBUF 320
 #define FZ_CANARY 0xa5

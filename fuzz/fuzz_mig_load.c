@@ -23,7 +23,7 @@
 #include "../src/vfio-cxl/vdev_priv.h"
 #include "fuzz_dev.h"
 #include "fuzz_harness.h"
-#include "vcxl/migstream.h"
+#include "common/migstream.h"
 
 static struct fz_dev dev;
 static bool dev_ready;

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "fuzz_harness.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 
 #define FZ_CAPS_MAX 8192
 #define FZ_SRV_MAPS VCXL_SRV_MAX_DMA_MAPS

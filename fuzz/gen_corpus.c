@@ -21,11 +21,11 @@
 #include <sys/stat.h>
 
 #include "fuzz_dev.h"
-#include "vcxl/migstream.h"
+#include "common/migstream.h"
 #include "../src/model/accel.h"
 #include "../src/vfio-cxl/vdev_priv.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/hw_vfio.h"
+#include "cxl/cxl_spec.h"
+#include "hw/hw_vfio.h"
 
 #define SEED_MAX   (256u << 10)
 #define MAP_MAX	   32

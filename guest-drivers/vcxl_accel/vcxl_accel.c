@@ -47,7 +47,7 @@
 #define VCXL_ACCEL_DEVICE 0x0d94
 
 /*
- * The model's job engine in BAR2 (vcxl's include/vcxl/model.h, "Accelerator
+ * The model's job engine in BAR2 (vcxl's src/model/model.h, "Accelerator
  * control registers"): one job at a time; GO latches the JOB_* registers.
  */
 #define ACCEL_BAR	      2

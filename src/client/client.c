@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "vcxl/client.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 
 #define CLIENT_TIMEOUT_MS 10000
 #define CLIENT_RBUF	  4096

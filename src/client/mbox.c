@@ -16,9 +16,9 @@
 
 #include "../common/errmsg.h"
 #include "vcxl/client.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_mbox.h"
+#include "cxl/cxl_regs.h"
+#include "cxl/cxl_spec.h"
 
 #define CFG_SIZE      4096
 #define POLL_SLEEP_US 1000

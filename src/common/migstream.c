@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* The migration stream's framing: writer, reader, CRC-32 (include/vcxl/migstream.h). */
+/* The migration stream's framing: writer, reader, CRC-32 (src/common/migstream.h). */
 #include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vcxl/migstream.h"
+#include "common/migstream.h"
 
 /* Header field offsets (docs/migration.md "Stream format") */
 #define H_MAGIC	   0

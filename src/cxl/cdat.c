@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 /* Field offsets inside the structures (CDAT r1.03 Tables 1, 2, 3, 10) */
 #define CDAT_HDR_LENGTH	  0

@@ -3,7 +3,7 @@
  * Link. */
 #include <errno.h>
 
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 /* Where the structures go, relative to the CM range (QEMU uses the same start). */
 #define CM_FIRST_STRUCT 0x80u

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 #define DOE_HDR_DW    2u /* data object header: vendor/type, length */
 #define DOE_REQ_DW    3u /* Discovery and Table Access requests: header + one DW */

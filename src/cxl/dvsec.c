@@ -2,7 +2,7 @@
 /* CXL DVSECs in config space: Device (ID 0), Register Locator (8), GPF (5), Flex Bus (7). */
 #include <errno.h>
 
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 /* Status: everything but Viral_Status is reserved (CXL r3.1 8.1.3.3). */
 #define DVSEC_STATUS_RSVD ((uint16_t)~CXL_DVSEC_STATUS_VIRAL)

@@ -7,7 +7,7 @@
  */
 #include <errno.h>
 
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 /* CXL r3.1 8.2.4.20.1: Decoder Count encoding */
 int vcxl_hdm_io_count(const struct vcxl_hdm_io *io, unsigned *count)

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * The CXL memory device register block (CXL r3.1 8.2.8) and the Type-3
- * mailbox command set (8.2.9). See include/vcxl/cxl_mbox.h.
+ * mailbox command set (8.2.9). See src/cxl/cxl_mbox.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "vcxl/cxl_mbox.h"
+#include "cxl/cxl_mbox.h"
 
 #define MBOX_VARIABLE UINT32_MAX
 #define MBOX_F_LSA    VCXL_BIT(0) /* only with a label storage area */

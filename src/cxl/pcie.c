@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <linux/pci_regs.h>
 
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 #define PCIE_CFG_SPACE_END 0x1000u
 /* Upper bound on the number of standard capabilities: one per dword. */

@@ -7,8 +7,8 @@
 #include <stdio.h>
 
 #include "../common/errmsg.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/host_cxl.h"
+#include "cxl/cxl_spec.h"
+#include "host/host_cxl.h"
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_S  1000000000ull

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "vcxl/host_cxl.h"
+#include "host/host_cxl.h"
 
 static uint64_t real_now_ns(void *opaque)
 {

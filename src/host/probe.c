@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "host_priv.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 #define CFG_SPACE_SIZE 4096u
 #define POLL_NS	       (10 * NS_PER_MS)

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "hw_priv.h"
-#include "vcxl/cxl_regs.h"
+#include "cxl/cxl_regs.h"
 
 /* ACPI 6.5 5.2.6: the system description table header */
 #define ACPI_HDR_LEN	  36

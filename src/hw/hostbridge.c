@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "hw_priv.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/host_cxl.h"
+#include "cxl/cxl_spec.h"
+#include "host/host_cxl.h"
 
 /* Linux's cxld_await_commit allows 20 ms; be lenient with slow emulators. */
 #define HB_COMMIT_TMO_NS  (100 * HW_NS_PER_MS)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "../common/errmsg.h"
-#include "vcxl/hw_vfio.h"
+#include "hw/hw_vfio.h"
 
 #define HW_NS_PER_MS 1000000ull
 

@@ -24,7 +24,7 @@
 #include "iommufd_uapi.h"
 #include "../common/sigbus_guard.h"
 #include "vfio_priv.h"
-#include "vcxl/cxl_regs.h"
+#include "cxl/cxl_regs.h"
 
 static uint64_t ones(unsigned len)
 {

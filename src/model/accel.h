@@ -6,9 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_mbox.h"
+#include "cxl/cxl_spec.h"
+#include "model/model.h"
 
 /* Config space layout of the model */
 #define MODEL_CFG_SIZE	    0x1000u

@@ -66,7 +66,7 @@ static void msix_table_write(void *opaque, struct vcxl_regfile *rf, uint32_t dw_
 /* ---- job engine --------------------------------------------------------- */
 
 /*
- * One job at a time, in steps (include/vcxl/model.h has the register
+ * One job at a time, in steps (src/model/model.h has the register
  * contract): the doorbell latches the job registers, clears DONE/ERROR, sets
  * BUSY and runs the first step; each vcxl_model_poll runs one more of at most
  * MODEL_JOB_STEP bytes, so a job over all device memory never holds the

@@ -26,8 +26,8 @@
 
 #include "accel.h"
 #include "../common/sigbus_guard.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/migstream.h"
+#include "cxl/cxl_regs.h"
+#include "common/migstream.h"
 
 #define BAR0_PAGES	(VCXL_MODEL_BAR0_SIZE / VCXL_MIG_PAGE)
 #define BAR0_MAP_BYTES	(BAR0_PAGES / 8)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /* The register engine: masked merge, RW1C, RWO, lock groups, hooks (see regfile.h). */
-#include "vcxl/regfile.h"
+#include "regfile/regfile.h"
 
 #include <endian.h>
 #include <errno.h>

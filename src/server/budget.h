@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 /* fds the server keeps for itself whatever its clients hold: stdio, the log,
  * epoll, signalfd, readiness, the control socket and its clients, VFIO and

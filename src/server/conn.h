@@ -24,8 +24,8 @@
 #include <time.h>
 
 #include "coro.h"
-#include "vcxl/migstream.h"
-#include "vcxl/server.h"
+#include "common/migstream.h"
+#include "server/server.h"
 
 #define CONN_BATCH 64
 /* A request handler that does many pieces of work (WRITE_MULTI's entries)

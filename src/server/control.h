@@ -5,7 +5,7 @@
 
 #include <json-c/json.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 /* The longest request line; a longer one gets an error and is skipped. */
 #define VCXL_CONTROL_LINE_MAX 4096

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 #include "../common/sigbus_guard.h"
 
 void vcxl_dma_init(struct vcxl_dma_table *t, unsigned max_maps, uint64_t pgsize)

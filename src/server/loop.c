@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 #define LOOP_MAX_EVENTS 32
 /* A listener whose accept failed for want of fds or memory rests this long:

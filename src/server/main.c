@@ -22,11 +22,11 @@
 #include "budget.h"
 #include "config.h"
 #include "control.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/hw_vfio.h"
-#include "vcxl/model.h"
-#include "vcxl/server.h"
-#include "vcxl/vfio_cxl.h"
+#include "host/host_cxl.h"
+#include "hw/hw_vfio.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 /* meson passes the project version; a build outside meson (tests/e2e/hw links
  * main.c statically) still compiles */

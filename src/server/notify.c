@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 int vcxl_notify_open(const char *addr)
 {

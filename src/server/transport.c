@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 /* Room for more fds than anyone may send, so excess is seen and closed. */
 #define SOCK_CMSG_FDS (VCXL_SRV_MAX_MSG_FDS * 2)

@@ -9,7 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 static enum vcxl_log_level log_level = VCXL_LOG_WARN;
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "vcxl/client.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 #define CLI_CFG_SIZE 4096
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "vcxl/cxl_mbox.h"
+#include "cxl/cxl_mbox.h"
 
 #define MBOX_HEX_PER_LINE 16
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "vcxl/cxl_regs.h"
+#include "cxl/cxl_regs.h"
 
 #define STATUS_TIMEOUT_MS 5000
 #define STATUS_REPLY_MAX  (1 << 20)

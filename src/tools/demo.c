@@ -12,8 +12,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "vcxl/cxl_spec.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_spec.h"
+#include "model/model.h"
 
 #define DEMO_HPA     UINT64_C(0x4000000000)
 #define DEMO_PATTERN 0x5a5aa5a5c0ffee00ull

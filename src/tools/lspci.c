@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vcxl/cxl_regs.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_regs.h"
+#include "cxl/cxl_spec.h"
 #include "lspci.h"
 
 #define FLAG(v, bit) ((v) & (bit) ? '+' : '-')

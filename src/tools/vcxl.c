@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 
 /* meson passes the project version; a build outside meson (tests/e2e/hw links
  * main.c statically) still compiles */

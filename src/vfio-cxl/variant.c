@@ -4,8 +4,8 @@
 
 #include "variant.h"
 #include "vdev_priv.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_regs.h"
+#include "model/model.h"
 
 /* The accelerator's job engine reaches device memory by DPA on its own: its
  * DPA window (model.h) is set to the region, so jobs the guest starts never

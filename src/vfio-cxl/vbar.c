@@ -15,8 +15,8 @@
 
 #include "vdev_priv.h"
 #include "../common/release.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/cxl_regs.h"
+#include "cxl/cxl_mbox.h"
+#include "cxl/cxl_regs.h"
 
 static uint64_t page_size(void)
 {

@@ -8,11 +8,11 @@
 
 #include "variant.h"
 #include "../common/errmsg.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/regfile.h"
-#include "vcxl/vfio_cxl.h"
+#include "cxl/cxl_mbox.h"
+#include "cxl/cxl_spec.h"
+#include "host/host_cxl.h"
+#include "regfile/regfile.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 /*
  * Config space routing, one entry per dword (the only place that decides

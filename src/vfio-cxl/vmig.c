@@ -17,7 +17,7 @@
 
 #include "vdev_priv.h"
 #include "../common/sigbus_guard.h"
-#include "vcxl/migstream.h"
+#include "common/migstream.h"
 
 #define DOE_FIXED_DW   4u /* req_len, rsp_len, rsp_pos, busy */
 #define DOE_REQ_WORDS  (sizeof(((struct vcxl_doe *)0)->req) / 4)

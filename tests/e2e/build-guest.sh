@@ -71,7 +71,7 @@ if [ ! -s "$BASE" ]; then
 fi
 
 # The guest program: static (the initramfs has no libc for it), warnings are errors.
-${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -I"$SRCROOT/include" \
+${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -I"$SRCROOT/include" -I"$SRCROOT/src" \
 	-o "$OUT/cxl-guest-test" "$HERE/guest/cxl-guest-test.c"
 
 O="$OUT/overlay.staging"

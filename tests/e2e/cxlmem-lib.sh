@@ -123,7 +123,7 @@ cxlmem_guest() { # cxlmem_guest OUT
 	kver=$(cat "$cache/kver")
 	base="$cache/base-$kver.cpio.gz"
 	[ -s "$base" ] || { echo "cxlmem_guest: no $base" >&2; return 1; }
-	${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -I"$CXLMEM_ROOT/include" \
+	${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -I"$CXLMEM_ROOT/include" -I"$CXLMEM_ROOT/src" \
 		-o "$out/cxlmem-guest" "$CXLMEM_HERE/guest/cxlmem-guest.c" || return 1
 	O="$out/cxlmem-overlay.staging"
 	rm -rf "$O"

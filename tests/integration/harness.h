@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "vcxl/client.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 
 struct harness {
 	pid_t pid;

@@ -18,8 +18,8 @@
 #include "../../src/server/control.h"
 #include "harness.h"
 #include "tap.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_regs.h"
+#include "cxl/cxl_spec.h"
 
 #define GPA 0x100000000ull
 

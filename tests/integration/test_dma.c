@@ -11,9 +11,9 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
-#include "vcxl/cxl_regs.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_regs.h"
+#include "cxl/cxl_spec.h"
+#include "model/model.h"
 #include "tap.h"
 #include "integration/harness.h"
 

@@ -27,8 +27,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
-#include "vcxl/cxl_regs.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_regs.h"
+#include "model/model.h"
 #include "tap.h"
 #include "integration/harness.h"
 

@@ -19,10 +19,10 @@
 
 #include "tap.h"
 #include "integration/harness.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/model.h"
-#include "vcxl/vfio_cxl.h"
+#include "cxl/cxl_mbox.h"
+#include "cxl/cxl_regs.h"
+#include "model/model.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 #define CFG   VFIO_PCI_CONFIG_REGION_INDEX
 #define BAR2  VFIO_PCI_BAR2_REGION_INDEX

@@ -32,9 +32,9 @@
 
 #include "tap.h"
 #include "integration/harness.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/model.h"
-#include "vcxl/vfio_cxl.h"
+#include "cxl/cxl_regs.h"
+#include "model/model.h"
+#include "vfio-cxl/vfio_cxl.h"
 #include "../../src/common/sigbus_guard.h"
 
 #define MEM	   (1ull << 30)

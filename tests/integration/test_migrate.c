@@ -15,8 +15,8 @@
 
 #include "tap.h"
 #include "integration/harness.h"
-#include "vcxl/migstream.h"
-#include "vcxl/model.h"
+#include "common/migstream.h"
+#include "model/model.h"
 
 #define RAM_OFF 0x200000u /* BAR0, past the component block */
 

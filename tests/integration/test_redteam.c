@@ -26,7 +26,7 @@
 
 #include "tap.h"
 #include "integration/harness.h"
-#include "vcxl/model.h"
+#include "model/model.h"
 #include "vcxl/vfio_user.h"
 
 #define RW	   (VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE)

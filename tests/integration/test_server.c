@@ -19,7 +19,7 @@
 
 #include "tap.h"
 #include "integration/harness.h"
-#include "vcxl/model.h"
+#include "model/model.h"
 
 static const uint32_t RW = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
 

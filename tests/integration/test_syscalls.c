@@ -21,7 +21,7 @@
 
 #include "harness.h"
 #include "tap.h"
-#include "vcxl/cxl_regs.h"
+#include "cxl/cxl_regs.h"
 
 #define N_REQ  500
 #define MAX_NR 512

@@ -20,9 +20,9 @@
 
 #include "tap.h"
 #include "integration/harness.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_mbox.h"
+#include "cxl/cxl_regs.h"
+#include "model/model.h"
 
 #define CFG  VFIO_PCI_CONFIG_REGION_INDEX
 #define BAR0 VFIO_PCI_BAR0_REGION_INDEX

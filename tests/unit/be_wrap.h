@@ -14,10 +14,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "vcxl/backend.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/model.h"
+#include "vfio-cxl/backend.h"
+#include "cxl/cxl_regs.h"
+#include "host/host_cxl.h"
+#include "model/model.h"
 
 struct bw;
 typedef void (*bw_cfg_filter)(struct bw *w, uint32_t off, unsigned len, uint64_t *val);

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 
 #define FAKE_BAR0_SIZE	 0x10000
 #define FAKE_BAR2_SIZE	 0x4000

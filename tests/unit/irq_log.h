@@ -3,7 +3,7 @@
 #ifndef VCXL_TESTS_IRQ_LOG_H
 #define VCXL_TESTS_IRQ_LOG_H
 
-#include "vcxl/backend.h"
+#include "vfio-cxl/backend.h"
 
 struct irq_log {
 	unsigned count, last; /* MSI-X raises seen, the last vector */

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 static uint64_t le(const uint8_t *p, unsigned n)
 {

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/hw_vfio.h"
+#include "cxl/cxl_regs.h"
+#include "hw/hw_vfio.h"
 
 #define G VCXL_SZ_256M
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 #define B 0x100u /* DVSEC offset in the test config space */
 

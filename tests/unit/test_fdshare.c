@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/model.h"
-#include "vcxl/vfio_cxl.h"
+#include "model/model.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 static struct vcxl_backend *inner;
 static struct vcxl_backend_ops ops;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 #define G256 CXL_HDM_GRANULE
 

@@ -6,8 +6,8 @@
 
 #include "be_wrap.h"
 #include "tap.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/model.h"
+#include "host/host_cxl.h"
+#include "model/model.h"
 
 #define G VCXL_HPA_GRANULE
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/host_cxl.h"
+#include "host/host_cxl.h"
 
 #define G  VCXL_HPA_GRANULE
 #define WB 0x1000000000ull

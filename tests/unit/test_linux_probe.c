@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "tap.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_spec.h"
+#include "model/model.h"
 
 static struct vcxl_backend *be;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/cxl_mbox.h"
+#include "cxl/cxl_mbox.h"
 
 #define SHIFT	   11
 #define PAYLOAD	   (1u << SHIFT)

@@ -27,10 +27,10 @@
 
 #include "tap.h"
 #include "vcxl/client.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/server.h"
-#include "vcxl/model.h"
-#include "vcxl/vfio_cxl.h"
+#include "cxl/cxl_mbox.h"
+#include "server/server.h"
+#include "model/model.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 #define BAR2	  VFIO_PCI_BAR2_REGION_INDEX
 #define BLK	  VCXL_MODEL_T3_MEMDEV_OFF   /* the device register block in BAR2 */

@@ -22,10 +22,10 @@
 #include <unistd.h>
 
 #include "vcxl/client.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/migstream.h"
-#include "vcxl/model.h"
-#include "vcxl/server.h"
+#include "cxl/cxl_regs.h"
+#include "common/migstream.h"
+#include "model/model.h"
+#include "server/server.h"
 #include "be_wrap.h"
 #include "tap.h"
 #include "vdev_util.h"

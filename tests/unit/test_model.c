@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_spec.h"
+#include "model/model.h"
 
 #define G256 VCXL_SZ_256M
 

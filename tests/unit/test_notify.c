@@ -16,7 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 #include "tap.h"
 
 /* A datagram receiver at addr ("/path" or "@abstract"): fd or -1 */

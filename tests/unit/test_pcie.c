@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/cxl_spec.h"
+#include "cxl/cxl_spec.h"
 
 static uint32_t cfg[1024]; /* 4 KiB config space as dwords */
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "vcxl/client.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 #include "tap.h"
 #include "unit/fake_dev.h"
 

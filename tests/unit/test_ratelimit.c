@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 
 static void test_decision(void)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vcxl/regfile.h"
+#include "regfile/regfile.h"
 
 static void test_attrs(void)
 {

@@ -7,8 +7,8 @@
 
 #include "be_wrap.h"
 #include "tap.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/model.h"
+#include "host/host_cxl.h"
+#include "model/model.h"
 
 #define G  VCXL_HPA_GRANULE
 #define WB VCXL_HOST_DEFAULT_WIN_BASE

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 
 #define PREFIX ".vcxl-bind-"
 

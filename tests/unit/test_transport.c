@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vcxl/server.h"
+#include "server/server.h"
 #include "tap.h"
 #include "unit/fake_dev.h"
 

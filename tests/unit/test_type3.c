@@ -13,10 +13,10 @@
 
 #include "irq_log.h"
 #include "tap.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_mbox.h"
+#include "cxl/cxl_spec.h"
+#include "host/host_cxl.h"
+#include "model/model.h"
 
 #define G256 VCXL_SZ_256M
 #define MDEV VCXL_MODEL_T3_MEMDEV_OFF

@@ -14,8 +14,8 @@
 
 #include "tap.h"
 #include "be_wrap.h"
-#include "vcxl/cxl_mbox.h"
-#include "vcxl/vfio_cxl.h"
+#include "cxl/cxl_mbox.h"
+#include "vfio-cxl/vfio_cxl.h"
 #include "../../src/vfio-cxl/variant.h"
 
 #define G256 VCXL_SZ_256M

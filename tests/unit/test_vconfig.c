@@ -11,9 +11,9 @@
 
 #include "be_wrap.h"
 #include "tap.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/model.h"
-#include "vcxl/vfio_cxl.h"
+#include "host/host_cxl.h"
+#include "model/model.h"
+#include "vfio-cxl/vfio_cxl.h"
 #include "vdev_util.h"
 
 #define G VCXL_HPA_GRANULE

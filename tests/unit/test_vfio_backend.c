@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/hw_vfio.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_regs.h"
+#include "host/host_cxl.h"
+#include "hw/hw_vfio.h"
+#include "model/model.h"
 #include "../../src/hw/vfio_priv.h"
 
 #define REG_OFF(i) ((uint64_t)(i) << 24) /* region i of the fake device file */

@@ -6,8 +6,8 @@
 
 #include "irq_log.h"
 #include "tap.h"
-#include "vcxl/model.h"
-#include "vcxl/vfio_cxl.h"
+#include "model/model.h"
+#include "vfio-cxl/vfio_cxl.h"
 #include "vdev_util.h"
 
 static uint32_t dev_vctrl(struct vcxl_backend *be, unsigned n)

@@ -6,7 +6,7 @@
 #include <linux/vfio.h>
 #include <stdint.h>
 
-#include "vcxl/vfio_cxl.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 static inline uint64_t g_rd(struct vcxl_vdev *v, uint32_t region, uint64_t off, unsigned len,
 			    int *rc)

@@ -19,7 +19,7 @@
  * "RESULT: <n> ok, <m> failed" line. Exit status 0 iff nothing failed.
  *
  * Build (static: the initramfs has no libc for it):
- *   gcc -static -O2 -Wall -Wextra -Werror -Iinclude -o cxl-guest-test cxl-guest-test.c
+ *   gcc -static -O2 -Wall -Wextra -Werror -Iinclude -Isrc -o cxl-guest-test cxl-guest-test.c
  */
 #include <dirent.h>
 #include <errno.h>
@@ -43,8 +43,8 @@
 #include <linux/vfio.h>
 
 #include "guest-step.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_regs.h"
+#include "model/model.h"
 
 #define SYSFS_PCI "/sys/bus/pci/devices"
 #define PATH_LEN  512

@@ -28,7 +28,7 @@
  * "RESULT: <n> ok, <m> failed".
  *
  * Build (static: the initramfs has no libc for it):
- *   gcc -static -O2 -Wall -Wextra -Werror -Iinclude -o cxlmem-guest cxlmem-guest.c
+ *   gcc -static -O2 -Wall -Wextra -Werror -Iinclude -Isrc -o cxlmem-guest cxlmem-guest.c
  */
 #include <dirent.h>
 #include <errno.h>
@@ -49,8 +49,8 @@
 #include <linux/pci_regs.h>
 
 #include "guest-step.h"
-#include "vcxl/cxl_regs.h"
-#include "vcxl/model.h"
+#include "cxl/cxl_regs.h"
+#include "model/model.h"
 
 #define SYSFS_PCI "/sys/bus/pci/devices"
 #define CEDT_PATH "/sys/firmware/acpi/tables/CEDT"

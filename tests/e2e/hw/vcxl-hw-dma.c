@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "vcxl/client.h"
-#include "vcxl/server.h"
+#include "server/server.h"
 #include "vcxl/vfio_user.h"
 
 #define RW	       (VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE)

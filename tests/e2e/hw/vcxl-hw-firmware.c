@@ -25,9 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vcxl/backend.h"
-#include "vcxl/host_cxl.h"
-#include "vcxl/hw_vfio.h"
+#include "vfio-cxl/backend.h"
+#include "host/host_cxl.h"
+#include "hw/hw_vfio.h"
 
 struct sysfs_dev {
 	char dir[128];

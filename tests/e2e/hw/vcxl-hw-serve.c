@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vcxl/host_cxl.h"
-#include "vcxl/hw_vfio.h"
-#include "vcxl/server.h"
-#include "vcxl/vfio_cxl.h"
+#include "host/host_cxl.h"
+#include "hw/hw_vfio.h"
+#include "server/server.h"
+#include "vfio-cxl/vfio_cxl.h"
 
 struct ep_regs {
 	struct vcxl_backend *be;

@@ -24,9 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vcxl/cxl_regs.h"
-#include "vcxl/cxl_spec.h"
-#include "vcxl/regfile.h"
+#include "cxl/cxl_regs.h"
+#include "cxl/cxl_spec.h"
+#include "regfile/regfile.h"
 
 /* ---- command opcodes (CXL r3.1 Tables 8-37 and 8-126) ------------------ */
 #define CXL_MBOX_OP_IDENTIFY_GENERIC	   0x0001 /* 8.2.9.1.1 */

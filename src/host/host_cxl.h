@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vcxl/backend.h"
-#include "vcxl/cxl_regs.h"
+#include "vfio-cxl/backend.h"
+#include "cxl/cxl_regs.h"
 
 /* ---- Host address space ----------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vcxl/backend.h"
+#include "vfio-cxl/backend.h"
 
 #define VCXL_MODEL_VENDOR 0x8086
 #define VCXL_MODEL_DEVICE 0x0d94

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vcxl/cxl_regs.h"
-#include "vcxl/regfile.h"
+#include "cxl/cxl_regs.h"
+#include "regfile/regfile.h"
 
 /* ---- PCIe extended capabilities and DVSEC discovery ------------------- */
 

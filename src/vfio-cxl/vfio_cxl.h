@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vcxl/backend.h"
-#include "vcxl/migstream.h"
+#include "vfio-cxl/backend.h"
+#include "common/migstream.h"
 #include "vcxl/uapi.h"
 
 #define VCXL_MAX_SPARSE 4

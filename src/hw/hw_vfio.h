@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vcxl/backend.h"
+#include "vfio-cxl/backend.h"
 
 struct vcxl_host;
 

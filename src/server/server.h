@@ -19,7 +19,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "vcxl/vfio_cxl.h"
+#include "vfio-cxl/vfio_cxl.h"
 #include "vcxl/vfio_user.h"
 
 /* ---------------------------------------------------------------------- */
