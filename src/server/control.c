@@ -5,6 +5,8 @@
  *   {"execute": "query-status"}              -> {"return": {...}}
  *   {"execute": "query-status", "arguments": {"device": 0}}
  *   {"execute": "query-devices"}
+ *   {"execute": "query-stats"}               -> each device's counters across its
+ *                                               clients and the current one's share
  *   {"execute": "query-log-level"}
  *   {"execute": "set-log-level", "arguments": {"level": "debug"}}
  *   {"execute": "read-memory", "arguments": {"device": 0, "offset": 4096, "length": 64}}
@@ -29,7 +31,8 @@
  *   observer: anyone else the file let in: query-devices, query-log-level
  *             and a redacted query-status (the devices and whether a client
  *             is attached; no client pid/uid/gid, counters, host registers or
- *             guest decoders). read-memory and set-log-level are refused
+ *             guest decoders). query-stats (a tenant's activity),
+ *             read-memory and set-log-level are refused
  *             with {"error": {"class": "PermissionDenied"}} in every
  *             configuration, whatever the socket's mode.
  *
@@ -172,7 +175,9 @@ static struct json_object *counters(const struct vcxl_conn_stats *st)
 	json_object_object_add(o, "protocol_errors",
 			       json_object_new_int64((int64_t)st->proto_errors));
 	json_object_object_add(o, "dma_messages", json_object_new_int64((int64_t)st->dma_msgs));
-	json_object_object_add(o, "dma_bytes", json_object_new_int64((int64_t)st->dma_bytes));
+	json_object_object_add(
+	    o, "dma_bytes",
+	    json_object_new_int64((int64_t)(st->dma_read_bytes + st->dma_write_bytes)));
 	json_object_object_add(o, "interrupts", json_object_new_int64((int64_t)st->irqs));
 	return o;
 }
@@ -292,6 +297,65 @@ static struct json_object *query_status(struct vcxl_control *c, struct json_obje
 	for (unsigned i = 0; i < n; i++)
 		if (only < 0 || (unsigned)only == i)
 			json_object_array_add(devs, device_status(c, i, now, admin));
+	json_object_object_add(r, "devices", devs);
+	return r;
+}
+
+/* query-stats: each device's counters across its clients ("total") and the
+ * current client's share since it connected ("client.counters"). */
+static struct json_object *query_stats(struct vcxl_control *c, struct json_object *args)
+{
+	struct json_object *r = json_object_new_object(), *devs = json_object_new_array(), *v;
+	int64_t now = mono_ms();
+	unsigned n = vcxl_loop_devices(c->loop);
+	int only = -1;
+
+	if (args && json_object_object_get_ex(args, "device", &v)) {
+		int64_t k = json_object_get_int64(v);
+
+		if (!json_object_is_type(v, json_type_int) || k < 0 || k >= (int64_t)n) {
+			json_object_put(r);
+			json_object_put(devs);
+			return NULL;
+		}
+		only = (int)k;
+	}
+	json_object_object_add(r, "version", json_object_new_string(VCXL_VERSION));
+	json_object_object_add(r, "uptime_ms", json_object_new_int64(now - c->start_ms));
+	for (unsigned i = 0; i < n; i++) {
+		struct vcxl_loop_dev_info di;
+		struct json_object *d;
+
+		if (only >= 0 && (unsigned)only != i)
+			continue;
+		vcxl_loop_device_info(c->loop, i, &di);
+		d = json_object_new_object();
+		json_object_object_add(d, "index", json_object_new_int((int)i));
+		json_object_object_add(d, "name", json_object_new_string(di.name));
+		json_object_object_add(d, "socket", json_object_new_string(di.path ? di.path : ""));
+		json_object_object_add(d, "clients_served", json_object_new_int64(di.clients));
+		json_object_object_add(d, "connected", json_object_new_boolean(di.connected));
+		json_object_object_add(d, "handovers",
+				       json_object_new_int64((int64_t)di.handovers));
+		json_object_object_add(d, "handover_failures",
+				       json_object_new_int64((int64_t)di.handover_failures));
+		json_object_object_add(d, "total", vcxl_stats_json(&di.total, &di.resets));
+		if (di.connected) {
+			struct json_object *cl = json_object_new_object();
+
+			json_object_object_add(cl, "pid", json_object_new_int(di.pid));
+			json_object_object_add(cl, "uid", json_object_new_int(di.uid));
+			json_object_object_add(cl, "gid", json_object_new_int(di.gid));
+			json_object_object_add(cl, "connected_ms",
+					       json_object_new_int64(now - di.since_ms));
+			json_object_object_add(cl, "counters",
+					       vcxl_stats_json(&di.st, &di.client_resets));
+			json_object_object_add(d, "client", cl);
+		} else {
+			json_object_object_add(d, "client", NULL);
+		}
+		json_object_array_add(devs, d);
+	}
 	json_object_object_add(r, "devices", devs);
 	return r;
 }
@@ -448,6 +512,13 @@ static struct json_object *control_handle(struct vcxl_control *c, bool admin, co
 	}
 	if (!strcmp(cmd, "query-status")) {
 		ret = query_status(c, args, admin);
+		if (!ret) {
+			json_object_put(j);
+			c->errors++;
+			return err_reply("DeviceNotFound", "\"device\" names no device");
+		}
+	} else if (!strcmp(cmd, "query-stats")) {
+		ret = query_stats(c, args);
 		if (!ret) {
 			json_object_put(j);
 			c->errors++;

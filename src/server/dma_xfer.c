@@ -116,9 +116,12 @@ static int conn_dma_rw(struct vcxl_conn *c, uint64_t iova, uint8_t *buf, size_t 
 				done += n;
 			}
 		}
-		c->st.dma_bytes += chunk;
-		if (write)
+		if (write) {
+			c->st.dma_write_bytes += chunk;
 			conn_mig_log_write(c, iova, chunk);
+		} else {
+			c->st.dma_read_bytes += chunk;
+		}
 		iova += chunk;
 		buf += chunk;
 		len -= chunk;

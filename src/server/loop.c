@@ -67,6 +67,13 @@ struct loop_dev {
 	int pid, uid, gid; /* the client's SO_PEERCRED */
 	int64_t since_ms;
 	int64_t accept_resume_ms; /* accept backs off until then (0: it does not) */
+	/* the device's history (query-stats): the counters of the clients that
+	 * left; the device's resets when the current client connected */
+	struct vcxl_conn_stats done;
+	struct vcxl_dev_counters resets_at_accept;
+	struct vcxl_dev_counters resets_seen; /* the last read (a busy device is not read) */
+	bool handing_over; /* a client left: the device is being readied for the next */
+	uint64_t handovers, handover_failures;
 };
 
 struct vcxl_loop {
@@ -192,9 +199,14 @@ int vcxl_loop_add_device(struct vcxl_loop *l, const char *path, const struct vcx
  * ready (loop_prepare), at once without ops->prepare. */
 static void loop_readied(struct vcxl_loop *l, struct loop_dev *d)
 {
-	if (d->ops->prepare)
+	if (d->ops->prepare) {
 		d->unready = true;
-	else if (!l->stop)
+		return;
+	}
+	if (d->handing_over)
+		d->handovers++;
+	d->handing_over = false;
+	if (!l->stop)
 		loop_listen_pause(l, d, false);
 }
 
@@ -203,9 +215,16 @@ static void loop_readied(struct vcxl_loop *l, struct loop_dev *d)
  * done (loop_service), so the next client finds the device ready. */
 static void loop_close_conn(struct vcxl_loop *l, struct loop_dev *d, int why)
 {
+	struct vcxl_conn_stats st;
+
 	if (!d->conn)
 		return;
 	epoll_ctl(l->epfd, EPOLL_CTL_DEL, d->cfd, NULL);
+	/* its counters become the device's history: nothing more of the
+	 * client's is served from here on */
+	vcxl_conn_get_stats(d->conn, &st);
+	vcxl_stats_add(&d->done, &st);
+	d->handing_over = true;
 	if (vcxl_conn_close(d->conn))
 		vcxl_conn_destroy(d->conn);
 	else
@@ -273,6 +292,8 @@ static int loop_prepare(struct vcxl_loop *l, struct loop_dev *d)
 	if (rc == -EINPROGRESS)
 		return 0;
 	if (rc) {
+		if (!d->refusing && d->handing_over)
+			d->handover_failures++;
 		if (!d->refusing)
 			vcxl_log(VCXL_LOG_ERROR,
 				 "%s: refusing clients: the device cannot be readied for the next "
@@ -286,6 +307,9 @@ static int loop_prepare(struct vcxl_loop *l, struct loop_dev *d)
 	if (d->refusing)
 		vcxl_log(VCXL_LOG_WARN, "%s: ready again: clients are served", d->name);
 	d->refusing = d->unready = false;
+	if (d->handing_over)
+		d->handovers++;
+	d->handing_over = false;
 	if (!l->stop)
 		loop_listen_pause(l, d, false);
 	return -1;
@@ -368,6 +392,9 @@ static void loop_accept(struct vcxl_loop *l, struct loop_dev *d)
 	loop_listen_pause(l, d, true);
 	d->clients++;
 	loop_peer(d, fd);
+	memset(&d->resets_at_accept, 0, sizeof(d->resets_at_accept));
+	if (d->ops->counters)
+		d->ops->counters(d->dev, &d->resets_at_accept);
 	vcxl_log(VCXL_LOG_INFO, "%s: client connected", d->name);
 }
 
@@ -580,7 +607,7 @@ unsigned vcxl_loop_devices(const struct vcxl_loop *l)
 
 int vcxl_loop_device_info(const struct vcxl_loop *l, unsigned i, struct vcxl_loop_dev_info *info)
 {
-	const struct loop_dev *d;
+	struct loop_dev *d;
 
 	if (i >= l->n)
 		return -ENOENT;
@@ -600,6 +627,16 @@ int vcxl_loop_device_info(const struct vcxl_loop *l, unsigned i, struct vcxl_loo
 		info->since_ms = d->since_ms;
 		vcxl_conn_get_stats(d->conn, &info->st);
 	}
+	info->total = d->done;
+	if (d->conn)
+		vcxl_stats_add(&info->total, &info->st);
+	if (d->ops->counters && !info->busy) /* a busy device is the worker's */
+		d->ops->counters(d->dev, &d->resets_seen);
+	info->resets = d->resets_seen;
+	if (d->conn)
+		vcxl_dev_counters_sub(&info->client_resets, &info->resets, &d->resets_at_accept);
+	info->handovers = d->handovers;
+	info->handover_failures = d->handover_failures;
 	return 0;
 }
 

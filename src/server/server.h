@@ -267,9 +267,32 @@ struct vcxl_conn_stats {
 	uint64_t msgs, errors, proto_errors, dma_msgs, irqs;
 	uint64_t by_cmd[VCXL_STATS_CMDS];
 	uint64_t by_errno[VCXL_STATS_ERRNOS];
-	uint64_t dma_bytes;
+	/* the device's DMA into client memory: bytes it read (guest memory to
+	 * the device) and wrote (the device to guest memory) */
+	uint64_t dma_read_bytes, dma_write_bytes;
 	struct vcxl_mig_stats mig;
 };
+
+/* ---------------------------------------------------------------------- */
+/* Device counters (stats.c): a device's history across its clients        */
+/* ---------------------------------------------------------------------- */
+/* Add a's request, error, DMA and interrupt counters into t (modulo 2^64);
+ * a's migration is the connection's own and is not added. The loop adds a
+ * client's counters into its device's when the client leaves, so counting
+ * costs the request path nothing but the connection's own increments. */
+void vcxl_stats_add(struct vcxl_conn_stats *t, const struct vcxl_conn_stats *a);
+/* out = now - then, counter by counter (a client's share since it connected) */
+void vcxl_dev_counters_sub(struct vcxl_dev_counters *out, const struct vcxl_dev_counters *now,
+			   const struct vcxl_dev_counters *then);
+/* "device_reset", "flr", "cxl_reset", "disconnect_keep", "disconnect_reset";
+ * NULL past VCXL_DEV_RESET_KINDS */
+const char *vcxl_reset_kind_name(unsigned kind);
+/* The counters as query-stats serves them (a json-c object, caller puts it):
+ * requests, requests_by_command, errors, errors_by_errno, protocol_errors,
+ * dma_read_bytes, dma_write_bytes, dma_messages, interrupts, resets.KIND. */
+struct json_object;
+struct json_object *vcxl_stats_json(const struct vcxl_conn_stats *st,
+				    const struct vcxl_dev_counters *dev);
 
 /* Bind a connected client to a device. Installs DMA ops and the IRQ handler
  * on the device; closing removes them and calls ops->client_gone if the
@@ -351,6 +374,15 @@ struct vcxl_loop_dev_info {
 	int64_t since_ms;  /* CLOCK_MONOTONIC ms at accept */
 	bool busy; /* a device call runs on a worker thread (a reset): leave the device alone */
 	struct vcxl_conn_stats st; /* of the current connection */
+	/* the device's history: every client's counters, the current one's
+	 * included; its resets by kind (ops->counters), and the current
+	 * client's share of them since it connected */
+	struct vcxl_conn_stats total;
+	struct vcxl_dev_counters resets, client_resets;
+	/* a client left and the device was made ready for the next one
+	 * (client_gone, then ops->prepare); failures: it could not be, and the
+	 * device refused clients for a while */
+	uint64_t handovers, handover_failures;
 };
 unsigned vcxl_loop_devices(const struct vcxl_loop *l);
 /* 0, or -ENOENT if there is no device i. */

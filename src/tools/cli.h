@@ -46,6 +46,22 @@ int cmd_memtest(struct ctx *x, uint64_t size, bool json);
 /* cmd_status.c: the control socket (SOCKET.ctl, or control when given) */
 int cmd_status(const char *sock, const char *control, bool json);
 int cli_control_path(const char *sock, char *out, size_t len);
+/* A control socket path's room (sun_path and the ".ctl" that may be added) */
+#define CLI_CONTROL_PATH_MAX 120
+/* Send req (one JSON line) to the control socket (control, else sock's
+ * SOCKET.ctl, its path in path): 0 with the parsed reply in *root (put it)
+ * and its "return" in *ret, or 1 after fail(). */
+struct json_object;
+int cli_control_query(const char *sock, const char *control, const char *req, char *path,
+		      size_t pathlen, struct json_object **root, struct json_object **ret);
+/* cmd_stats.c: query-stats as text, JSON or Prometheus' text format */
+enum cli_stats_format { CLI_STATS_TEXT, CLI_STATS_JSON, CLI_STATS_PROMETHEUS };
+int cmd_stats(const char *sock, const char *control, enum cli_stats_format fmt);
+/* Prometheus' text exposition format (version 0.0.4) of a query-stats
+ * "return" object onto f: 0, or -EINVAL when it is not one */
+int cli_stats_prometheus(struct json_object *ret, FILE *f);
+/* A label value escaped (\\, \", \n) into out (truncated to len) */
+void cli_prom_escape(const char *in, char *out, size_t len);
 /* cmd_mbox.c */
 int parse_hex(const char *s, uint8_t **out, size_t *len);
 int cmd_mbox(struct ctx *x, uint16_t opcode, const uint8_t *in, size_t in_len, bool irq,

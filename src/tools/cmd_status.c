@@ -278,17 +278,18 @@ static void print_device(struct json_object *d)
 		   (long long)jint(rs, "device"), (long long)jint(rs, "region_restores"));
 }
 
-int cmd_status(const char *sock, const char *control, bool json)
+int cli_control_query(const char *sock, const char *control, const char *req, char *path,
+		      size_t pathlen, struct json_object **root, struct json_object **ret)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8], *reply = NULL, t[64];
-	struct json_object *r, *ret, *err, *devs;
+	struct json_object *r, *err;
+	char *reply = NULL;
 	int rc;
 
 	if (control)
-		snprintf(path, sizeof(path), "%s", control);
-	else if (cli_control_path(sock, path, sizeof(path)))
+		snprintf(path, pathlen, "%s", control);
+	else if (cli_control_path(sock, path, pathlen))
 		return fail("%s: path too long", sock);
-	rc = control_call(path, "{\"execute\":\"query-status\"}", &reply);
+	rc = control_call(path, req, &reply);
 	if (rc)
 		return fail("%s: %s%s", path, strerror(-rc),
 			    rc == -ENOENT ? " (is vcxl-server running with its control socket?)"
@@ -302,10 +303,22 @@ int cmd_status(const char *sock, const char *control, bool json)
 		json_object_put(r);
 		return rc;
 	}
-	if (!json_object_object_get_ex(r, "return", &ret)) {
+	if (!json_object_object_get_ex(r, "return", ret)) {
 		json_object_put(r);
 		return fail("%s: no \"return\" in the reply", path);
 	}
+	*root = r;
+	return 0;
+}
+
+int cmd_status(const char *sock, const char *control, bool json)
+{
+	char path[CLI_CONTROL_PATH_MAX], t[64];
+	struct json_object *r, *ret, *devs;
+
+	if (cli_control_query(sock, control, "{\"execute\":\"query-status\"}", path, sizeof(path),
+			      &r, &ret))
+		return 1;
 	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(ret, JSON_C_TO_STRING_PRETTY));
 		json_object_put(r);

@@ -12,6 +12,7 @@
  *                                    one raw CXL mailbox command (memory devices)
  *   vcxl reset SOCKET
  *   vcxl status [SOCKET | --control PATH] [--json]
+ *   vcxl stats [SOCKET | --control PATH] [--json | --prometheus]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -56,6 +57,11 @@ static void usage(FILE *f)
 		"                            (SOCKET.ctl): the client attached, the guest's\n"
 		"                            decoders, the host region, counters; works while\n"
 		"                            a VM is attached\n"
+		"  stats [SOCKET | --control PATH] [--json | --prometheus]\n"
+		"                            each device's counters since the server started\n"
+		"                            (requests, errors, DMA bytes, interrupts, resets,\n"
+		"                            hand-overs, clients) and the current client's share;\n"
+		"                            --prometheus: Prometheus' text format\n"
 		"  --version                 print the version\n"
 		"SIZE and ADDR take K/M/G/T suffixes; OP is 0x4000 or decimal.\n",
 		MBOX_TIMEOUT_MS);
@@ -71,21 +77,16 @@ static int parse_u64(const char *opt, const char *s, uint64_t *v)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"decoder", required_argument, NULL, 'd'},
-	    {"base", required_argument, NULL, 'b'},
-	    {"size", required_argument, NULL, 's'},
-	    {"opcode", required_argument, NULL, 'o'},
-	    {"in", required_argument, NULL, 'i'},
-	    {"irq", no_argument, NULL, 'q'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"control", required_argument, NULL, 'K'},
-	    {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},	      {"decoder", required_argument, NULL, 'd'},
+	    {"base", required_argument, NULL, 'b'},   {"size", required_argument, NULL, 's'},
+	    {"opcode", required_argument, NULL, 'o'}, {"in", required_argument, NULL, 'i'},
+	    {"irq", no_argument, NULL, 'q'},	      {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},	      {"control", required_argument, NULL, 'K'},
+	    {"prometheus", no_argument, NULL, 'P'},   {NULL, 0, NULL, 0},
 	};
 	const char *cmd, *sock;
 	bool json = false, have_dec = false, have_base = false, have_size = false;
-	bool have_op = false, irq = false;
+	bool have_op = false, irq = false, prometheus = false;
 	uint64_t base = 0, size = 0, dec = 0;
 	unsigned long opcode = 0, timeout = MBOX_TIMEOUT_MS;
 	const char *in_arg = NULL, *control = NULL;
@@ -106,7 +107,7 @@ int main(int argc, char **argv)
 	cmd = argv[1];
 	optind = 2;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":jd:b:s:o:i:qt:hK:", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":jd:b:s:o:i:qt:hK:P", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = true;
@@ -151,6 +152,9 @@ int main(int argc, char **argv)
 		case 'K':
 			control = optarg;
 			break;
+		case 'P':
+			prometheus = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -172,8 +176,20 @@ int main(int argc, char **argv)
 			return fail("status needs SOCKET or --control PATH (one of them)");
 		return cmd_status(control ? NULL : argv[optind], control, json);
 	}
+	if (!strcmp(cmd, "stats")) {
+		if (optind + (control ? 0 : 1) != argc)
+			return fail("stats needs SOCKET or --control PATH (one of them)");
+		if (json && prometheus)
+			return fail("stats: --json or --prometheus, not both");
+		return cmd_stats(control ? NULL : argv[optind], control,
+				 prometheus ? CLI_STATS_PROMETHEUS
+				 : json	    ? CLI_STATS_JSON
+					    : CLI_STATS_TEXT);
+	}
+	if (prometheus)
+		return fail("%s: --prometheus is for stats", cmd);
 	if (control)
-		return fail("%s: --control is for status", cmd);
+		return fail("%s: --control is for status and stats", cmd);
 	if (optind >= argc)
 		return fail("%s: missing SOCKET", cmd);
 	sock = argv[optind];

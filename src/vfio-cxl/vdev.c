@@ -732,6 +732,17 @@ void vcxl_vdev_get_stats(const struct vcxl_vdev *v, struct vcxl_vdev_stats *st)
 	    v->resets_by_kind[VDEV_RESET_GONE_KEEP] + v->resets_by_kind[VDEV_RESET_GONE_RESET];
 }
 
+static void vdev_counters(void *dev, struct vcxl_dev_counters *out)
+{
+	const struct vcxl_vdev *v = dev;
+
+	out->resets[VCXL_DEV_RESET_VFIO] = v->resets_by_kind[VDEV_RESET_VFIO];
+	out->resets[VCXL_DEV_RESET_FLR] = v->resets_by_kind[VDEV_RESET_FLR];
+	out->resets[VCXL_DEV_RESET_CXL] = v->resets_by_kind[VDEV_RESET_CXL];
+	out->resets[VCXL_DEV_RESET_DISCONNECT_KEEP] = v->resets_by_kind[VDEV_RESET_GONE_KEEP];
+	out->resets[VCXL_DEV_RESET_DISCONNECT] = v->resets_by_kind[VDEV_RESET_GONE_RESET];
+}
+
 void vcxl_vdev_set_on_disconnect(struct vcxl_vdev *v, enum vcxl_on_disconnect policy)
 {
 	v->cfg.on_disconnect = policy;
@@ -798,6 +809,7 @@ const struct vcxl_dev_ops vcxl_vdev_ops = {
     .reset = vdev_reset,
     .client_gone = vdev_client_gone,
     .prepare = vdev_prepare,
+    .counters = vdev_counters,
     .poll = vdev_poll,
     .mig_flags = vmig_flags,
     .mig_quiesce = vmig_quiesce,

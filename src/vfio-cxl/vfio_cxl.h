@@ -120,6 +120,20 @@ void vcxl_vdev_set_on_disconnect(struct vcxl_vdev *v, enum vcxl_on_disconnect po
 /* ---------------------------------------------------------------------- */
 /* The device interface: what a vfio-user server serves                   */
 /* ---------------------------------------------------------------------- */
+/* Resets a device counts by kind (docs/reset.md), for the server's device
+ * counters (query-stats): what the device applied since it was created. */
+enum vcxl_dev_reset_kind {
+	VCXL_DEV_RESET_VFIO,		/* VFIO DEVICE_RESET (the VMM's machine reset) */
+	VCXL_DEV_RESET_FLR,		/* the guest's Initiate FLR */
+	VCXL_DEV_RESET_CXL,		/* the guest's Initiate CXL Reset */
+	VCXL_DEV_RESET_DISCONNECT_KEEP, /* a client left, --on-disconnect keep */
+	VCXL_DEV_RESET_DISCONNECT,	/* a client left, --on-disconnect reset */
+	VCXL_DEV_RESET_KINDS,
+};
+struct vcxl_dev_counters {
+	uint64_t resets[VCXL_DEV_RESET_KINDS];
+};
+
 /*
  * One table of operations on a device, in VFIO terms (regions, IRQ indexes,
  * reset), libvfio-user style: the server (server.h) reaches its device only
@@ -176,6 +190,8 @@ struct vcxl_dev_ops {
 	 * job); ms to the next deadline, 0 while work is left, -1 for none.
 	 * Optional. */
 	int (*poll)(void *dev);
+	/* What the device counts itself (resets by kind). Optional (NULL: 0). */
+	void (*counters)(void *dev, struct vcxl_dev_counters *out);
 
 	/* ---- migration v2 (docs/migration.md); optional, all NULL or none ---- */
 	/* VFIO_MIGRATION_* flags the device supports; 0: not migratable. */
