@@ -4,7 +4,7 @@
  * socket's query-stats, each device's counters across its clients and the
  * current client's share. --prometheus prints Prometheus' text exposition
  * format (for node_exporter's textfile collector); the metric names are in
- * docs/design.md, "Device counters".
+ * docs/design.md, "Device counters (query-stats, vcxl stats)".
  */
 #include <errno.h>
 #include <json-c/json.h>
