@@ -67,11 +67,13 @@ install: build
 buildtypes:
 	./scripts/buildtypes.sh
 
-# make bench also measures the guest's CXL window (bench-guest) when the CXL-aware QEMU is
-# already built (make qemu); it never builds QEMU itself.
+# make bench also measures the guest's CXL window (bench-guest) and live migration with and
+# without the device (bench-migrate, issue 23) when the CXL-aware QEMU is already built (make
+# qemu) and, for bench-migrate, the 7.2 guest kernel cached; it never builds either itself.
 bench: build
 	./scripts/bench.sh $(BUILD)
 	./scripts/bench-guest.sh $(BUILD) --if-available
+	./scripts/bench-migrate.sh $(BUILD) --if-available
 
 # From one guest run: bandwidth through vcxl's committed CXL window vs guest RAM and vs a
 # QEMU cxl-type3 window (builds the CXL-aware QEMU if needed).

@@ -6,12 +6,23 @@
 # until the host's FINAL command, whichever QEMU the VM runs on by then. Its commands come
 # on the second serial line (/dev/ttyS1); its STEP, HOSTCHECK and *-DONE lines go to the
 # console.
+# vcxl.mode=idle (make bench's VM without the device): nothing runs; "IDLE-READY", then the
+# guest waits for QUIT on /dev/ttyS1.
 # shellcheck source=tests/e2e/guest/e2e-init.sh
 . /lib/e2e-init.sh
 DRV=/sys/bus/pci/drivers/vcxl_accel
 
 sec "VCXL GUEST START"
 uname -r
+if [ "$(opt mode migrate)" = idle ]; then
+	stty -F /dev/ttyS1 raw -echo
+	echo "IDLE-READY"
+	while read -r line < /dev/ttyS1; do
+		[ "$line" = QUIT ] && break
+	done
+	sec "VCXL GUEST DONE"
+	poweroff -f
+fi
 BDF=$(for d in /sys/bus/pci/devices/*; do
 	[ "$(cat "$d/vendor"):$(cat "$d/device")" = "0x8086:0x0d94" ] && basename "$d"
 done | head -1)
@@ -21,7 +32,7 @@ if insmod /lib/vcxl_accel.ko && [ -e "$DRV/$BDF" ] && [ -e /dev/vcxl_accel0 ]; t
 else
 	echo "STEP module-load: FAIL vcxl_accel did not bind ${BDF:-the accelerator}"
 fi
-[ -e /dev/ttyS1 ] || echo "no /dev/ttyS1: $(ls /dev | tr '\n' ' ')"
+[ -e /dev/ttyS1 ] || echo "no /dev/ttyS1"
 
 sec "migrate-guest"
 /bin/migrate-guest run "$BDF"

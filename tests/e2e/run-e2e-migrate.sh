@@ -51,7 +51,6 @@
 set -u
 E2E_NAME=e2e-migrate
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
 CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-migrate"
 LOG=$CXLMEM_LOGDIR
@@ -67,6 +66,8 @@ mkdir -p "$LOG"
 . "$HERE/initramfs.sh"
 # shellcheck source=tests/e2e/guest-kernel-lib.sh
 . "$HERE/guest-kernel-lib.sh"
+# shellcheck source=tests/e2e/migrate-lib.sh
+. "$HERE/migrate-lib.sh"
 
 trap cxlmem_stop EXIT
 trap 'cxlmem_stop; exit 130' INT TERM
@@ -82,22 +83,7 @@ echo "# guest kernel: $KDIR ($(cat "$KDIR/version"))"
 cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
 echo "# CXL-aware QEMU: $CXLMEM_QEMU"
 
-cp -r "$ROOT/guest-drivers/vcxl_accel" "$LOG/vcxl_accel"
-if ! make -C "$KDIR/build" M="$LOG/vcxl_accel" modules > "$LOG/module-build.log" 2>&1 ||
-	[ ! -s "$LOG/vcxl_accel/vcxl_accel.ko" ]; then
-	echo "Bail out! guest-drivers/vcxl_accel does not build against $(cat "$KDIR/version")"
-	tail -20 "$LOG/module-build.log" | diag
-	exit 1
-fi
-IRD="$LOG/initramfs.staging"
-ird_busybox "$IRD"
-${GUEST_CC:-gcc} -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread \
-	-I"$ROOT/guest-drivers/vcxl_accel" -o "$IRD/bin/migrate-guest" "$HERE/guest/migrate-guest.c" ||
-	{ echo "Bail out! migrate-guest does not build"; exit 1; }
-install -m 0755 "$HERE/init-migrate.sh" "$IRD/init"
-install -m 0644 "$LOG/vcxl_accel/vcxl_accel.ko" "$IRD/lib/vcxl_accel.ko"
-ird_pack "$IRD" "$LOG/initramfs.cpio.gz"
-rm -rf "$IRD"
+migrate_guest "$LOG" "$KDIR" || { echo "Bail out! $MIGRATE_WHY"; exit 1; }
 echo "# inputs ready after $(($(date +%s) - T0)) s"
 
 # ---- the source's server, and the one command line every QEMU runs ----
@@ -112,19 +98,8 @@ else
 	e2e_done
 	exit 1
 fi
-dev='{"driver":"vfio-user-pci","socket":{"type":"unix","path":"@SOCK@"},"id":"vcxl0","bus":"rp0","x-cxl":true}'
-# shellcheck disable=SC2054 # commas inside QEMU option values
-TEMPLATE=("${CXLMEM_FW[@]}" -nodefaults "${E2E_TCG_ARGS[@]}"
-	-object "memory-backend-memfd,id=ram0,size=$GUEST_RAM,share=on"
-	-m "$GUEST_RAM" -nographic -serial stdio -serial "unix:@TTY@,server=on,wait=off"
-	-monitor none -no-reboot -nic none -qmp "unix:@QMP@,server=on,wait=off"
-	-machine q35,cxl=on,memory-backend=ram0
-	-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,hdm_for_passthrough=on
-	-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
-	-device "$dev"
-	-M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
-	-kernel "$KDIR/bzImage" -initrd "$LOG/initramfs.cpio.gz"
-	-append "$E2E_KERNEL_ARGS iomem=relaxed")
+migrate_template "$KDIR" "$LOG/initramfs.cpio.gz" "$GUEST_RAM"
+TEMPLATE=("${MIGRATE_TEMPLATE[@]}")
 SRC=("${TEMPLATE[@]//@SOCK@/$CXLMEM_TMP/src.sock}")
 SRC=("${SRC[@]//@QMP@/$CXLMEM_TMP/src.qmp}")
 SRC=("${SRC[@]//@TTY@/$CXLMEM_TMP/src.tty}")

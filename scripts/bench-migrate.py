@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""bench-migrate.py CONFIG - make bench's migration case (scripts/bench-migrate.sh writes
+CONFIG and says what is measured). Prints `name value unit ratio` lines and writes the
+JSON file CONFIG names.
+
+One VM at a time, each moved RUNS times in a row to a fresh destination (a new QEMU with
+-incoming defer and, with the device, a new vcxl-server), side by side in one run:
+  nodev  the VM without the vcxl device (same machine, host bridge, root port, window;
+         the guest idles)
+  idle   the VM with the device; the guest set it up (64 MiB of CXL memory written, decoder
+         1, registers, BAR0 RAM) and stopped its threads: the device is idle
+  jobs   the same VM with the guest's threads running: back-to-back 128 MiB FILL jobs in
+         device memory (their pages go in the device state) and 16 MiB of generation stores
+Each figure is the median of the RUNS migrations.
+"""
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True
+CFG = json.load(open(sys.argv[1]))
+sys.path.insert(0, CFG["e2e_dir"])
+from e2e_qmp import JsonLines, proc_stop, qmp, rss_kib, server_start  # noqa: E402
+
+RUNS = CFG.get("runs", 3)
+TMP, LOG = CFG["tmp"], CFG["log"]
+JOB_DIRTY = 128 << 20  # migrate-guest.c JOB_LEN: the pages its jobs write
+STATE_GOAL = 8 << 20  # issue 23: device state <= 8 MiB plus the pages the device dirtied
+DOWNTIME_GOAL = 1.25
+seq = [0]
+CURRENT = [None]  # the VM that runs the guest now
+
+
+def note(text):
+    for line in str(text).splitlines():
+        print("# " + line, flush=True)
+
+
+class VM:
+    def __init__(self, template, with_server, incoming=None):
+        seq[0] += 1
+        self.name = "vm%d" % seq[0]
+        self.sock = os.path.join(TMP, self.name + ".sock")
+        self.qmp_path = os.path.join(TMP, self.name + ".qmp")
+        self.tty_path = os.path.join(TMP, self.name + ".tty")
+        self.console = os.path.join(LOG, self.name + ".console.log")
+        self.server = self.tty = None
+        if with_server:
+            self.server, why = server_start(
+                [CFG["server"], "--socket", self.sock] + CFG["server_args"],
+                os.path.join(LOG, self.name + ".server.log"))
+            if why:
+                raise RuntimeError("vcxl-server: " + why)
+        args = [CFG["qemu"]] + [a.replace("@SOCK@", self.sock).replace("@QMP@", self.qmp_path)
+                                .replace("@TTY@", self.tty_path) for a in template]
+        if incoming:
+            args += ["-incoming", incoming]
+        with open(self.console, "w") as out:
+            self.qemu = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT)
+        end = time.monotonic() + 30
+        while not os.path.exists(self.qmp_path):
+            if self.qemu.poll() is not None or time.monotonic() > end:
+                raise RuntimeError("QEMU exited: " + open(self.console).read()[-800:])
+            time.sleep(0.05)
+        self.q = qmp(self.qmp_path)
+
+    def wait_line(self, regex, secs=300):
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            with open(self.console, "rb") as f:
+                m = re.search(regex, f.read().decode(errors="replace").replace("\r", ""),
+                              re.M)
+            if m:
+                return m.group(0)
+            if self.qemu.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise RuntimeError("%s: no '%s' on the console" % (self.name, regex))
+
+    def command(self, line):
+        if not self.tty:
+            self.tty = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.tty.connect(self.tty_path)
+        self.tty.sendall(line.encode() + b"\n")
+
+    def stop(self):
+        try:
+            self.q.cmd("quit")
+        except (OSError, EOFError, ValueError):
+            pass
+        try:
+            self.qemu.wait(20)
+        except subprocess.TimeoutExpired:
+            proc_stop(self.qemu)
+        if self.tty:
+            self.tty.close()
+        proc_stop(self.server)
+
+
+def server_mig(vm):
+    if not vm.server:
+        return {}
+    c = JsonLines(vm.sock + ".ctl")
+    try:
+        return c.cmd("query-status")["return"]["devices"][0].get("migration") or {}
+    finally:
+        c.close()
+
+
+def migrate_once(src, template, with_server, downtime_limit):
+    dst = VM(template, with_server, "defer")
+    for q in (src.q, dst.q):
+        q.cmd("migrate-set-capabilities",
+              capabilities=[{"capability": "return-path", "state": True}])
+    src.q.cmd("migrate-set-parameters", **{"downtime-limit": downtime_limit,
+                                           "max-bandwidth": CFG["max_bandwidth"]})
+    uri = "unix:" + os.path.join(TMP, dst.name + ".mig")
+    dst.q.cmd("migrate-incoming", uri=uri)
+    r = src.q.cmd("migrate", uri=uri)
+    if "error" in r:
+        raise RuntimeError("migrate: %s" % r)
+    end = time.monotonic() + 180
+    while True:
+        st = src.q.cmd("query-migrate")["return"]
+        if st.get("status") in ("completed", "failed", "cancelled"):
+            break
+        if time.monotonic() > end:
+            src.q.cmd("migrate_cancel")
+            raise RuntimeError("no convergence in 180 s: %s" % json.dumps(st)[:500])
+        time.sleep(0.02)
+    if st["status"] != "completed":
+        dst.stop()
+        raise RuntimeError("migration %s: %s" % (st["status"], st.get("error-desc", "")))
+    sm, dm = server_mig(src), server_mig(dst)
+    fig = {"total_ms": st.get("total-time"), "downtime_ms": st.get("downtime"),
+           "setup_ms": st.get("setup-time"), "ram_bytes": st.get("ram", {}).get("transferred"),
+           "device_state": (st.get("vfio") or {}).get("transferred", 0) if with_server else 0,
+           "server_state_bytes": sm.get("device_state_bytes"),
+           "stop_copy_ms": sm.get("stop_copy_ms"), "received": dm.get("bytes_received")}
+    # the device's own share of the downtime: QEMU's vmstate_downtime_* traces of its
+    # vfio section (saved on the source, loaded on the destination: the server's load and
+    # the decoders' reconcile), microseconds
+    for side, vm, what in (("src", src, "save"), ("dst", dst, "load")):
+        with open(vm.console, "rb") as f:
+            t = f.read().decode(errors="replace")
+        fig["vfio_%s_us" % what] = sum(int(m) for m in re.findall(
+            r"vmstate_downtime_%s type=\S+ idstr=\S+/vfio instance_id=\d+ downtime=(\d+)" % what,
+            t)) if with_server else None
+    for side, vm in (("src", src), ("dst", dst)):
+        fig["rss_%s_qemu" % side] = rss_kib(vm.qemu.pid).get("VmRSS", 0)
+        fig["rss_%s_server" % side] = rss_kib(vm.server.pid).get("VmRSS", 0) if vm.server else 0
+    end = time.monotonic() + 30
+    while dst.q.cmd("query-status")["return"].get("status") != "running":
+        if time.monotonic() > end:
+            raise RuntimeError("the destination does not run")
+        time.sleep(0.05)
+    src.stop()
+    return dst, fig
+
+
+def series(name, template, with_server, ready, downtime_limit, prepare=None, src=None):
+    """RUNS migrations of one VM (booted here unless src): (the last VM, [figures])"""
+    if src is None:
+        src = CURRENT[0] = VM(template, with_server)
+        t = time.monotonic()
+        note("%s: %s (boot %.0f s)" % (name, src.wait_line(ready), time.monotonic() - t))
+    if prepare:
+        prepare(src)
+    figs = []
+    for i in range(RUNS):
+        src, fig = migrate_once(src, template, with_server, downtime_limit)
+        CURRENT[0] = src
+        note("%s run %d: %s" % (name, i + 1, json.dumps(fig)))
+        figs.append(fig)
+        time.sleep(1)  # the guest settles on its new QEMU
+    return src, figs
+
+
+def med(figs, key):
+    v = [f[key] for f in figs if f.get(key) is not None]
+    return statistics.median(v) if v else None
+
+
+OUT = []
+
+
+def row(name, value, unit, ratio=None, desc="", goal=None, met=None, extra=None):
+    r = "" if ratio is None else "%.3f" % ratio
+    g = "" if goal is None else "  goal %s: %s" % (goal, "met" if met else "NOT met")
+    print("%-36s %12s %-6s %8s%s%s" % (name, "%.1f" % value if isinstance(value, float)
+                                       else value, unit, r, g, ("  (%s)" % desc) if desc else ""))
+    OUT.append(dict(name=name, value=value, unit=unit, ratio=ratio, ratio_is=desc, goal=goal,
+                    goal_met=met, **(extra or {})))
+
+
+def main():
+    t0 = time.monotonic()
+    jobs = []
+    try:
+        vm, nodev = series("nodev", CFG["template_nodev"], False, r"^IDLE-READY", 300)
+        vm.command("QUIT")
+        vm.stop()
+
+        def pause(v):  # the guest stops its threads (VERIFY leaves them stopped)
+            v.command("VERIFY bench")
+            note("idle: " + v.wait_line(r"^VERIFY-DONE bench.*$"))
+
+        vm, idle = series("idle", CFG["template"], True, r"^MIG-READY.*$", 300, pause)
+
+        def resume(v):
+            v.command("RESUME")
+            v.wait_line(r"^RESUMED$")
+            time.sleep(2)  # jobs and generations under way
+
+        try:
+            vm, jobs = series("jobs", CFG["template"], True, None, CFG["downtime_limit_jobs"],
+                              resume, src=vm)
+        except RuntimeError as e:
+            note("jobs: %s" % e)
+        CURRENT[0].command("QUIT")
+        CURRENT[0].stop()
+    except (RuntimeError, OSError, EOFError) as e:
+        note("bench-migrate: %s" % e)
+        if CURRENT[0]:
+            CURRENT[0].stop()
+        print("bench-migrate: failed: %s" % e, file=sys.stderr)
+        return 1
+
+    print("%-36s %12s %-6s %8s" % ("# name", "value", "unit", "ratio"))
+    def device_part(name, figs):
+        if figs and med(figs, "vfio_save_us") is not None:
+            sv, ld = med(figs, "vfio_save_us") / 1000.0, med(figs, "vfio_load_us") / 1000.0
+            row("migrate_downtime_device_part_%s" % name, sv + ld, "ms",
+                desc="of it, QEMU's vfio section: saved %.1f ms on the source, loaded %.1f ms "
+                "on the destination (vmstate_downtime traces)" % (sv, ld))
+
+    for key, unit, what in (("total_ms", "ms", "total"), ("downtime_ms", "ms", "downtime")):
+        base = med(nodev, key)
+        row("migrate_%s_nodev" % what, base, unit,
+            desc="the VM without the device, median of %d" % RUNS)
+        v = med(idle, key)
+        goal = met = None
+        if what == "downtime":
+            goal, met = "<= %.2fx" % DOWNTIME_GOAL, v <= DOWNTIME_GOAL * base
+        row("migrate_%s_vcxl_idle" % what, v, unit, v / base if base else None,
+            "with an idle vcxl device / without it", goal, met)
+        if what == "downtime":
+            device_part("idle", idle)
+        if jobs:
+            v = med(jobs, key)
+            row("migrate_%s_vcxl_jobs" % what, v, unit, v / base if base else None,
+                "with jobs running in device memory / idle VM without the device "
+                "(downtime-limit %d ms)" % CFG["downtime_limit_jobs"])
+            if what == "downtime":
+                device_part("jobs", jobs)
+    for name, figs, dirtied in (("idle", idle, 0), ("jobs", jobs, JOB_DIRTY)):
+        if not figs:
+            continue
+        st = med(figs, "device_state")
+        bound = STATE_GOAL + dirtied
+        row("migrate_device_state_%s" % name, int(st), "bytes", st / bound,
+            "device state / (8 MiB + %d MiB the device's jobs dirtied)" % (dirtied >> 20)
+            if dirtied else "device state / 8 MiB", "<= 1", st <= bound)
+        row("migrate_stop_copy_server_%s" % name, med(figs, "stop_copy_ms"), "ms",
+            desc="the source server's time in stop-copy")
+        row("migrate_ram_bytes_%s" % name, int(med(figs, "ram_bytes")), "bytes",
+            desc="QEMU's RAM stream: guest RAM and the CXL memory")
+    for side in ("src", "dst"):
+        for part in ("qemu", "server"):
+            key = "rss_%s_%s" % (side, part)
+            base = med(nodev, key) if part == "qemu" else None
+            for name, figs in (("nodev", nodev), ("idle", idle), ("jobs", jobs)):
+                if not figs or (part == "server" and name == "nodev"):
+                    continue
+                v = med(figs, key) / 1024.0
+                row("migrate_%s_%s_%s" % (key, "mib", name), v, "MiB",
+                    v * 1024 / base if base and name != "nodev" else None,
+                    "VmRSS just after the switch-over" + (", / without the device" if base and
+                                                           name != "nodev" else ""))
+    json.dump({"runs": {"nodev": nodev, "idle": idle, "jobs": jobs}, "rows": OUT},
+              open(CFG["json"], "w"), indent=1)
+    note("bench-migrate: %.0f s; written: %s" % (time.monotonic() - t0, CFG["json"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
