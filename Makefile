@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # vcxl: make (build), make run, make test, make bench, make deps, make fuzz, make install, make qemu,
-# make qemu-deb, make demo
+# make qemu-deb, make qemu-check, make demo
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -11,7 +11,7 @@ RUN_ARGS   ?=
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build run test test-asan e2e-prep bench fuzz fuzz-short format clean install buildtypes qemu qemu-deb bench-guest demo
+.PHONY: all deps build run test test-asan e2e-prep bench fuzz fuzz-short format clean install buildtypes qemu qemu-deb bench-guest demo qemu-check
 
 all: build
 
@@ -103,6 +103,13 @@ fuzz-short: $(FUZZ_BUILD)/build.ninja
 # ~/.cache/vcxl-qemu-build; the binary's path is the last line.
 qemu:
 	@./scripts/qemu-build.sh
+
+# vmm/qemu's series checked as QEMU's maintainers would (scripts/qemu-check.sh): QEMU's
+# checkpatch.pl on each patch, the tree built after each patch in turn, QEMU's make
+# check-unit at the end; one line per patch and a summary, non-zero on any failure.
+# Its own cache, ~/.cache/vcxl-qemu-check (first run: a full QEMU build).
+qemu-check:
+	@./scripts/qemu-check.sh
 
 # That QEMU as the Debian package vcxl-qemu (scripts/qemu-deb.sh, packaging in
 # vmm/qemu-deb/debian/): the cached binary of make qemu (built first if needed) packaged by

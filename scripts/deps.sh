@@ -14,6 +14,9 @@ PKGS="$PKGS ipxe-qemu"
 PKGS="$PKGS flex bison libelf-dev libssl-dev bc make gcc xz-utils kmod cpio"
 # building the CXL-aware QEMU (make qemu, scripts/qemu-build.sh, vmm/qemu/)
 PKGS="$PKGS libglib2.0-dev libfdt-dev libslirp-dev zlib1g-dev python3-venv dpkg-dev"
+# make qemu-check (scripts/qemu-check.sh): QEMU's checkpatch.pl (perl), its series in git,
+# and socat, which QEMU's test-io-channel-command needs (it skips without)
+PKGS="$PKGS perl git socat"
 # install and package tests (tests/install, tests/deb): systemd-analyze, groff for the man
 # pages, bash-completion, and the Debian package build with lintian
 PKGS="$PKGS systemd groff-base bash-completion dpkg-dev debhelper lintian"
