@@ -137,7 +137,11 @@ def migrate_once(src, template, with_server, downtime_limit):
         time.sleep(0.02)
     if st["status"] != "completed":
         dst.stop()
-        raise RuntimeError("migration %s: %s" % (st["status"], st.get("error-desc", "")))
+        with open(dst.console, "rb") as f:
+            why = [ln for ln in f.read().decode(errors="replace").splitlines()
+                   if ln.startswith("qemu-system") and "warning" not in ln]
+        raise RuntimeError("migration %s: %s; the destination QEMU: %s" % (
+            st["status"], st.get("error-desc", ""), " / ".join(why[-2:])))
     sm, dm = server_mig(src), server_mig(dst)
     fig = {"total_ms": st.get("total-time"), "downtime_ms": st.get("downtime"),
            "setup_ms": st.get("setup-time"), "ram_bytes": st.get("ram", {}).get("transferred"),

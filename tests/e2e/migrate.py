@@ -36,7 +36,7 @@ TMP, LOG = CFG["tmp"], CFG["log"]
 RESULTS = open(CFG["results"], "w")
 ID = "vcxl0"
 T0 = time.monotonic()
-ATTEMPTS = 10  # live migrations tried until one stops the VM with a job in flight
+ATTEMPTS = 12  # migrations tried until one stops the VM with a job in flight
 STAT = {}  # figures for the summary (and make bench)
 
 
@@ -586,21 +586,34 @@ def save_restore(dst):
                "downtime-limit %d ms" % CFG["downtime_limit"], json.dumps([r, r2])):
         return False
     bar2 = bar_addr(dst.q, 2)
-    seen = {}
-
-    def at_switchover(vm):
-        seen["job"] = job_regs(vm.q, bar2) if bar2 else None
-        return "continue"
-
     t = time.monotonic()
-    st = run_migration(dst, "file:" + state, at_switchover)
-    job = seen.get("job")
+    # as the live migration: saved with a job in flight (else cancelled, the VM runs on,
+    # and saved again)
+    for attempt in range(1, ATTEMPTS + 1):
+        seen = {}
+
+        def at_switchover(vm):
+            seen["job"] = job_regs(vm.q, bar2) if bar2 else None
+            busy = seen["job"] and seen["job"]["busy"]
+            return "continue" if busy or attempt == ATTEMPTS else "cancel"
+
+        st = run_migration(dst, "file:" + state, at_switchover)
+        job = seen.get("job")
+        note("save attempt %d: %s; at the stop the device's job engine: %s" % (
+            attempt, st.get("status"), job))
+        if st.get("status") != "cancelled" or st.get("switchover") != "cancel":
+            break
+        if not wait_until(lambda: dst.status() == "running", 20):
+            res(False, "save attempt %d: cancelled at the switch-over, the VM runs on (%s)" % (
+                attempt, dst.status()))
+            return False
+        os.unlink(state)
     size = os.path.getsize(state) if os.path.exists(state) else 0
     res(st.get("status") == "completed" and dst.status() == "postmigrate" and size > 0,
         "save: migrate to file: completed (%s ms, downtime %s ms, %d bytes; a job %s when "
-        "the VM stopped), the VM is done (%s)" % (
+        "the VM stopped, attempt %d), the VM is done (%s)" % (
             st.get("total-time"), st.get("downtime"), size,
-            "in flight" if job and job["busy"] else "not in flight", dst.status()),
+            "in flight" if job and job["busy"] else "not in flight", attempt, dst.status()),
         json.dumps(st)[:1500])
     STAT["save"] = {"total-time": st.get("total-time"), "downtime": st.get("downtime"),
                     "bytes": size}
