@@ -30,9 +30,10 @@
 # timing is the host's: the source has pause-before-switchover, so at the switch-over the VM
 # is stopped with the device in STOP and the migration waits; the host reads the job
 # engine's STATUS through QEMU (BUSY: a job in flight, its JOB_PATTERN), continues only
-# when a job is in flight (else migrate_cancel and again with a fresh destination; a job
-# runs ~95% of the time) and tells the guest which job it was (VERIFY migrated
-# inflight=PATTERN: it must have completed, with its interrupt, on the destination).
+# when a job is in flight (else migrate_cancel and again with a fresh destination, up to 12
+# times; about half of the stops find one) and tells the guest which job it was (VERIFY
+# migrated inflight=PATTERN: it must have completed, with its interrupt, on the
+# destination). The save to a file is retried the same way.
 #
 # Order (tests/e2e/migrate.py): a VM whose server does not offer migration (its own VM, no
 # guest, behind a relay answering ENOSYS) is refused; then, on the guest's VM:
