@@ -37,7 +37,8 @@ RESULTS = open(CFG["results"], "w")
 ID = "vcxl0"
 T0 = time.monotonic()
 ATTEMPTS = 12  # migrations tried until one stops the VM with a job in flight
-STAT = {}  # figures for the summary (and make bench)
+STAT = {}  # figures for the summary
+VMS = []  # every VM started here: whatever still runs at the end is stopped
 
 
 def note(text):
@@ -117,6 +118,7 @@ class VM:
         self.server_log = os.path.join(LOG, name + ".server.log")
         self.qemu = self.server = self.q = self.tty = self.relay = None
         self.qemu_pid = self.server_pid = None
+        VMS.append(self)
 
     @property
     def ctl(self):
@@ -685,6 +687,11 @@ def main():
                 pass
             if not wait_until(lambda: not alive(SRC_QEMU_PID), 15):
                 os.kill(SRC_QEMU_PID, signal.SIGTERM)
+        for vm in VMS:  # after a failure: this script's QEMUs and servers (not the source's)
+            if vm.name != "src" and ((vm.qemu and vm.qemu.poll() is None) or
+                                     (vm.server and vm.server.poll() is None)):
+                note("stopping %s, left running by the failure" % vm.name)
+                vm.stop()
         STAT["seconds"] = round(time.monotonic() - T0, 1)
         with open(os.path.join(LOG, "figures.json"), "w") as f:
             json.dump(STAT, f, indent=1)
