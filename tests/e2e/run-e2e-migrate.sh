@@ -162,10 +162,12 @@ fi
 for l in "$LOG"/*.server.log; do
 	e2e_no_protocol_error "$l" "$(basename "$l" .server.log)"
 done
+tmpd=$CXLMEM_TMP
 cxlmem_stop
 left=""
 for p in $E2E_BOOT_ALL_PIDS $E2E_SERVER_PIDS; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
-for p in $(pgrep -f "$LOG/initramfs.cpio.gz" 2>/dev/null); do left="$left $p"; done
+# migrate.py's QEMUs and servers: their command lines name the initramfs or the temp dir
+for p in $(pgrep -f "$LOG/initramfs.cpio.gz|$tmpd/" 2>/dev/null); do left="$left $p"; done
 if [ -z "$left" ]; then
 	tap OK "nothing left running (QEMUs, servers, watchdogs)"
 else
