@@ -19,7 +19,8 @@
 # unit tests' result, which tests/unit tests skip or are not built in this configuration
 # and why, and a summary line. Exits 1 if a patch has a checkpatch error, does not
 # apply, does not build or adds a compiler warning, or a unit test fails.
-# Logs: $CACHE/logs/ (checkpatch output, each step's ninja output, check-unit).
+# Logs: $CACHE/logs/ (checkpatch output, each step's git am and ninja output, check-unit);
+# $CACHE/configure.log.
 set -eu
 
 NICE="${VCXL_QEMU_NICE:-10}"
@@ -57,7 +58,7 @@ LOGS="$CACHE/logs"
 G() { git -C "$SRC" --git-dir="$CACHE/git" --work-tree="$SRC" -c user.name=qemu-check -c user.email=qemu-check@localhost "$@"; }
 
 T0=$(date +%s)
-rm -rf "$LOGS" "$CACHE/patches"
+rm -rf "$CACHE/patches"
 mkdir -p "$LOGS" "$CACHE/patches"
 set -- "$REPO"/vmm/qemu/*.patch
 [ -e "$1" ] || die "no patches in $REPO/vmm/qemu"
@@ -68,7 +69,7 @@ set -- "$CACHE"/patches/*.patch
 if [ "$(cat "$CACHE/source-id" 2>/dev/null)" != "$SRC_ID" ] || [ ! -d "$CACHE/git" ]; then
 	say "unpacking $SRC_DIR into $SRC"
 	rm -rf "$SRC" "$CACHE/git" "$BUILD" "$CACHE/source-id" "$CACHE/configured"
-	qemu_unpack_source "$SRC" "$LOGS/unpack.log" || die "cannot unpack the source (log: $LOGS/unpack.log)"
+	qemu_unpack_source "$SRC" "$CACHE/unpack.log" || die "cannot unpack the source (log: $CACHE/unpack.log)"
 	git init -q --bare "$CACHE/git"
 	G config core.bare false
 	G add -A -f .
@@ -114,6 +115,17 @@ for k in $keys; do
 done
 set -- "$CACHE"/patches/*.patch
 head -n "$j" "$RECORD" >"$RECORD.tmp" && mv "$RECORD.tmp" "$RECORD"
+# logs: the build logs of the patches not built again are kept, the rest go
+for f in "$LOGS"/*; do
+	[ -e "$f" ] || continue
+	b=${f##*/}
+	case $b in
+	[0-9][0-9][0-9][0-9].am.log | [0-9][0-9][0-9][0-9].build.log)
+		[ $((1${b%%.*} - 10000)) -le "$j" ] && continue
+		;;
+	esac
+	rm -f "$f"
+done
 G reset -q --hard "$target"
 G clean -q -f -d -x
 
@@ -121,8 +133,8 @@ if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$CACHE/configured" 2>/dev/null)" !
 	rm -rf "$BUILD" "$CACHE/configured" && mkdir -p "$BUILD"
 	say "configure: $CONFIGURE_ARGS"
 	# shellcheck disable=SC2086
-	(cd "$BUILD" && nice -n "$NICE" "$SRC/configure" $CONFIGURE_ARGS) >"$LOGS/configure.log" 2>&1 ||
-		die "configure failed (log: $LOGS/configure.log)"
+	(cd "$BUILD" && nice -n "$NICE" "$SRC/configure" $CONFIGURE_ARGS) >"$CACHE/configure.log" 2>&1 ||
+		die "configure failed (log: $CACHE/configure.log)"
 	echo "$SRC_ID $CONFIGURE_ARGS" >"$CACHE/configured"
 	say "first run: a full build of the pristine tree (about 6 minutes on 2 idle cores)"
 fi
