@@ -14,7 +14,8 @@
 # Progress goes to stderr; the package build's log is OUTDIR/vcxl-qemu-build.log.
 #
 # Version: Debian's qemu version without its epoch, +vcxlN, N the number of commits
-# that changed the series or its packaging (vmm/qemu, vmm/qemu-deb, scripts/qemu-build.sh),
+# that changed the series, its configuration or its packaging (vmm/qemu, vmm/qemu-deb,
+# scripts/qemu-build.sh, scripts/qemu-config.sh),
 # so a later series sorts later: 10.2.2+ds-1+vcxl12.
 set -eu
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,8 +52,8 @@ esac
 n=0
 date=""
 if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1; then
-	n=$(git -C "$REPO" rev-list --count HEAD -- vmm/qemu vmm/qemu-deb scripts/qemu-build.sh)
-	date=$(git -C "$REPO" log -1 --format=%aD -- vmm/qemu vmm/qemu-deb scripts/qemu-build.sh)
+	n=$(git -C "$REPO" rev-list --count HEAD -- vmm/qemu vmm/qemu-deb scripts/qemu-build.sh scripts/qemu-config.sh)
+	date=$(git -C "$REPO" log -1 --format=%aD -- vmm/qemu vmm/qemu-deb scripts/qemu-build.sh scripts/qemu-config.sh)
 fi
 [ -n "$date" ] || date=$(date -R)
 version=$base+vcxl$n
