@@ -101,6 +101,7 @@ static bool is_error(struct json_object *r, const char *cls)
 	"\"length\": 17}}\n"
 #define SET_DEBUG "{\"execute\": \"set-log-level\", \"arguments\": {\"level\": \"debug\"}}\n"
 #define STATUS	  "{\"execute\": \"query-status\"}\n"
+#define STATS	  "{\"execute\": \"query-stats\"}\n"
 
 /* What the child (nobody, group users) saw, one bit each */
 enum {
@@ -113,6 +114,8 @@ enum {
 	SAW_STATUS = 1 << 6,	   /* query-status answered */
 	SAW_TENANT_ID = 1 << 7,	   /* ... with a client pid/uid/gid or counters */
 	SAW_OBSERVER = 1 << 8,	   /* ... and says "access": "observer" */
+	SAW_STATS_DENIED = 1 << 9, /* query-stats: PermissionDenied */
+	SAW_STATS = 1 << 10,	   /* query-stats answered with counters */
 };
 
 static void hex(const char *s, char *out)
@@ -171,6 +174,13 @@ static int as_tenant(const char *dev, const char *ctl, gid_t users, uid_t nobody
 		seen |= SAW_TENANT_ID;
 	if (!strcmp(jstr(r, "return.access"), "observer"))
 		seen |= SAW_OBSERVER;
+	json_object_put(r);
+	/* the devices' counters are a tenant's activity: admin only */
+	r = ctl_req(fd, STATS, NULL, 0);
+	if (is_error(r, "PermissionDenied"))
+		seen |= SAW_STATS_DENIED;
+	if (get(r, "return.devices"))
+		seen |= SAW_STATS;
 	json_object_put(r);
 	close(fd);
 	return seen;
@@ -287,6 +297,8 @@ static void test_wide_mode_still_admin_only(const char *bin)
 	ok(seen >= 0 && (seen & SAW_STATUS) && !(seen & SAW_TENANT_ID) && (seen & SAW_OBSERVER),
 	   "nobody's query-status: the devices, no tenant's pid/uid/gid or counters, "
 	   "\"access\": \"observer\"");
+	ok(seen >= 0 && (seen & SAW_STATS_DENIED) && !(seen & SAW_STATS),
+	   "nobody's query-stats: PermissionDenied, no counters (saw 0x%x)", seen);
 
 	fd = ctl_connect(ctl);
 	hex(secret, want);
