@@ -92,9 +92,11 @@ key=$({
 } | sha256sum | cut -d' ' -f1)
 keys=""
 for p in "$@"; do
+	# the patch as git am sees it: a "[PATCH 02/15]" counter that changes with the length
+	# of the series is not part of it
 	key=$({
 		echo "$key"
-		sha256sum <"$p"
+		sed 's/^Subject: \[PATCH[^]]*\] /Subject: /' "$p" | sha256sum
 	} | sha256sum | cut -d' ' -f1)
 	keys="$keys $key"
 done
