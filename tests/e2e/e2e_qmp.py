@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""e2e_qmp.py - the host-side Python pieces the migration scripts share (e2e-migrate's
-migrate.py, make bench's scripts/bench-migrate.py):
+"""e2e_qmp.py - the host-side Python pieces the e2e scripts share (e2e-migrate-block's
+migrate-block.py, e2e-migrate's migrate.py, make bench's scripts/bench-migrate.py):
 
   JsonLines(path)         one JSON object a line over a UNIX socket: QMP (events are kept
                           in .events) and vcxl-server's control socket; .cmd(execute, **args)

@@ -19,13 +19,13 @@ Logs in LOGDIR: src.*, dst.*, srv-*.log, only-migratable.log.
 import json
 import os
 import shutil
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_qmp import JsonLines, Relay, qmp, server_start  # noqa: E402 (the e2e library)
 
 QEMU, SERVER, LOGDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 VCXL_VENDOR = 0x8086
@@ -66,144 +66,15 @@ def wait_path(path, proc, secs=20.0):
     return False
 
 
-class JsonLines:
-    """One JSON object a line: QMP (which also sends events) and vcxl's control socket."""
-
-    def __init__(self, path, secs=20.0):
-        end = time.monotonic() + secs
-        while True:
-            try:
-                self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.s.connect(path)
-                break
-            except OSError:
-                self.s.close()
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.05)
-        self.s.settimeout(30)
-        self.buf = b""
-        self.events = []
-
-    def recv(self):
-        while b"\n" not in self.buf:
-            d = self.s.recv(65536)
-            if not d:
-                raise EOFError("connection closed")
-            self.buf += d
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def cmd(self, execute, **args):
-        msg = {"execute": execute}
-        if args:
-            msg["arguments"] = args
-        self.s.sendall(json.dumps(msg).encode() + b"\n")
-        while True:
-            r = self.recv()
-            if "event" in r:
-                self.events.append(r)
-                continue
-            return r
-
-    def close(self):
-        self.s.close()
-
-
-def qmp(path):
-    q = JsonLines(path)
-    q.recv()  # greeting
-    q.cmd("qmp_capabilities")
-    return q
-
-
-class NoMigrationRelay:
-    """A vfio-user relay at PATH to the server at UPSTREAM that answers DEVICE_FEATURE (16),
-    MIG_DATA_READ (17) and MIG_DATA_WRITE (18) with ENOSYS and passes every other message,
-    with its fds (SCM_RIGHTS, sent with the header), both ways. One relay per QEMU
-    connection, in threads of this process (so the server's client pid is ours)."""
-    HDR = struct.Struct("<HHIII")  # id, command, size (with the header), flags, error
-    NO_MIGRATION = (16, 17, 18)
-    ENOSYS = 38
-
-    def __init__(self, path, upstream):
-        self.upstream = upstream
-        self.ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.ls.bind(path)
-        self.ls.listen(4)
-        self.refused = 0
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            u.connect(self.upstream)
-            lock = threading.Lock()  # writes to QEMU: relayed replies and our ENOSYS
-            threading.Thread(target=self.pump, args=(c, u, lock, True), daemon=True).start()
-            threading.Thread(target=self.pump, args=(u, c, lock, False), daemon=True).start()
-
-    @staticmethod
-    def recv_msg(s):
-        buf, fds = b"", []
-        while len(buf) < 16:
-            d, anc, _, _ = s.recvmsg(16 - len(buf), socket.CMSG_SPACE(64 * 4))
-            if not d:
-                return None, fds
-            buf += d
-            for lvl, typ, data in anc:
-                if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                    fds += list(struct.unpack(f"{len(data) // 4}i", data[:len(data) // 4 * 4]))
-        size = NoMigrationRelay.HDR.unpack(buf)[2]
-        while len(buf) < size:
-            d = s.recv(size - len(buf))
-            if not d:
-                return None, fds
-            buf += d
-        return buf, fds
-
-    def pump(self, src, dst, lock, from_qemu):
-        try:
-            while True:
-                msg, fds = self.recv_msg(src)
-                if msg is None:
-                    break
-                mid, cmd, _, flags, _ = self.HDR.unpack(msg[:16])
-                if from_qemu and cmd in self.NO_MIGRATION and (flags & 0xF) == 0:
-                    self.refused += 1
-                    with lock:
-                        src.sendall(self.HDR.pack(mid, cmd, 16, 0x1 | 0x20, self.ENOSYS))
-                    continue
-                anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                        struct.pack(f"{len(fds)}i", *fds))] if fds else []
-                if from_qemu:
-                    dst.sendmsg([msg], anc)
-                else:
-                    with lock:
-                        dst.sendmsg([msg], anc)
-                for fd in fds:
-                    os.close(fd)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
 def start_server(tmp, name):
+    """vcxl-server as a service manager starts it: ready once it sent READY=1"""
     sock = os.path.join(tmp, f"{name}.sock")
-    log = open(os.path.join(LOGDIR, f"srv-{name}.log"), "w")
-    p = subprocess.Popen([SERVER, "--socket", sock, "--mem-size", "256M", "--decoders", "2",
-                          "--log-level", "debug"], stdin=subprocess.DEVNULL, stdout=log,
-                         stderr=subprocess.STDOUT)
+    p, why = server_start([SERVER, "--socket", sock, "--mem-size", "256M", "--decoders", "2",
+                           "--log-level", "debug"], os.path.join(LOGDIR, f"srv-{name}.log"))
     procs.append(p)
-    ok = wait_path(sock, p) and wait_path(sock + ".ctl", p)
-    return p, sock, ok
+    if why:
+        note(f"server {name}: {why}")
+    return p, sock, why is None
 
 
 def qemu_args(sock, qmp_path, extra):
@@ -333,8 +204,8 @@ def run(tmp):
     mig = os.path.join(tmp, "mig.sock")
     # QEMU talks to the servers through relays that refuse migration
     qssock, qdsock = os.path.join(tmp, "src-nomig.sock"), os.path.join(tmp, "dst-nomig.sock")
-    srelay = NoMigrationRelay(qssock, ssock)
-    NoMigrationRelay(qdsock, dsock)
+    srelay = Relay(qssock, ssock, "nomig")
+    Relay(qdsock, dsock, "nomig")
     src, sq = start_qemu("src", qssock, tmp, [])
     dst, dq = start_qemu("dst", qdsock, tmp, ["-incoming", f"unix:{mig}"])
     tap(sq is not None and dq is not None,
