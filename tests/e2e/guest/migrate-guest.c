@@ -60,38 +60,38 @@
 
 /* The device, as the spec and vcxl's model define it (the guest program stands alone,
  * as a vendor's would: no vcxl header) */
-#define PCIE_EXT_CAP_START	 0x100
-#define PCIE_EXT_CAP_ID_DVSEC	 0x0023
-#define CXL_VENDOR_ID		 0x1e98
-#define CXL_DVSEC_ID_REG_LOCATOR 8 /* CXL r3.1 8.1.9 */
-#define CXL_REGLOC_FIRST_ENTRY	 0x0c
-#define CXL_REGLOC_RBI_COMPONENT 1
-#define CXL_CM_OFFSET		 0x1000 /* CXL r3.1 8.2.4: CXL.cachemem in the block */
-#define CXL_CM_CAP_ID_RAS	 2
-#define CXL_CM_CAP_ID_HDM	 5
-#define CXL_RAS_UNCORR_MASK	 0x04
-#define CXL_RAS_CORR_MASK	 0x10
-#define CXL_HDM_DEC_BASE_LO(n)	 (0x10 + (n)*0x20) /* CXL r3.1 8.2.4.20 */
-#define CXL_HDM_DEC_BASE_HI(n)	 (0x14 + (n)*0x20)
-#define CXL_HDM_DEC_SIZE_LO(n)	 (0x18 + (n)*0x20)
-#define CXL_HDM_DEC_SIZE_HI(n)	 (0x1c + (n)*0x20)
-#define CXL_HDM_DEC_CTRL(n)	 (0x20 + (n)*0x20)
-#define CXL_HDM_DEC_LO_MASK	 0xf0000000u
+#define PCIE_EXT_CAP_START		0x100
+#define PCIE_EXT_CAP_ID_DVSEC		0x0023
+#define CXL_VENDOR_ID			0x1e98
+#define CXL_DVSEC_ID_REG_LOCATOR	8 /* CXL r3.1 8.1.9 */
+#define CXL_REGLOC_FIRST_ENTRY		0x0c
+#define CXL_REGLOC_RBI_COMPONENT	1
+#define CXL_CM_OFFSET			0x1000 /* CXL r3.1 8.2.4: CXL.cachemem in the block */
+#define CXL_CM_CAP_ID_RAS		2
+#define CXL_CM_CAP_ID_HDM		5
+#define CXL_RAS_UNCORR_MASK		0x04
+#define CXL_RAS_CORR_MASK		0x10
+#define CXL_HDM_DEC_BASE_LO(n)		(0x10 + (n)*0x20) /* CXL r3.1 8.2.4.20 */
+#define CXL_HDM_DEC_BASE_HI(n)		(0x14 + (n)*0x20)
+#define CXL_HDM_DEC_SIZE_LO(n)		(0x18 + (n)*0x20)
+#define CXL_HDM_DEC_SIZE_HI(n)		(0x1c + (n)*0x20)
+#define CXL_HDM_DEC_CTRL(n)		(0x20 + (n)*0x20)
+#define CXL_HDM_DEC_LO_MASK		0xf0000000u
 #define CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT (1u << 8)
 #define CXL_HDM_DEC_CTRL_COMMITTED	(1u << 10)
-#define VCXL_MODEL_BAR0_SIZE	 (4u << 20) /* component block + device RAM */
-#define VCXL_MODEL_CTRL_BAR	 2	    /* the job engine */
-#define VCXL_MODEL_BAR2_SIZE	 0x4000
-#define ACCEL_REG_JOB_OP	 0x08
-#define ACCEL_REG_JOB_FLAGS	 0x0c
-#define ACCEL_REG_JOB_DST	 0x18
-#define ACCEL_REG_JOB_LEN	 0x20
-#define ACCEL_REG_JOB_PATTERN	 0x28
-#define ACCEL_REG_STATUS	 0x34
-#define ACCEL_REG_JOB_VECTOR	 0x38
-#define ACCEL_OP_FILL		 1
-#define ACCEL_JOBF_IRQ		 (1u << 2)
-#define ACCEL_STATUS_BUSY	 (1u << 0)
+#define VCXL_MODEL_BAR0_SIZE		(4u << 20) /* component block + device RAM */
+#define VCXL_MODEL_CTRL_BAR		2	   /* the job engine */
+#define VCXL_MODEL_BAR2_SIZE		0x4000
+#define ACCEL_REG_JOB_OP		0x08
+#define ACCEL_REG_JOB_FLAGS		0x0c
+#define ACCEL_REG_JOB_DST		0x18
+#define ACCEL_REG_JOB_LEN		0x20
+#define ACCEL_REG_JOB_PATTERN		0x28
+#define ACCEL_REG_STATUS		0x34
+#define ACCEL_REG_JOB_VECTOR		0x38
+#define ACCEL_OP_FILL			1
+#define ACCEL_JOBF_IRQ			(1u << 2)
+#define ACCEL_STATUS_BUSY		(1u << 0)
 
 #define DEV_PATH "/dev/vcxl_accel0"
 #define CMD_TTY	 "/dev/ttyS1"
@@ -119,10 +119,10 @@
 #define BAR0_RAM_SEED 0x6261723072616d31ull
 
 /* Device registers the guest sets */
-#define DEC1_BASE_LO 0x30000000u /* bits 31:28 only */
-#define DEC1_BASE_HI 0x00000007u
-#define DEC1_SIZE_LO 0x10000000u /* 256 MiB */
-#define DEC1_SIZE_HI 0u
+#define DEC1_BASE_LO	0x30000000u /* bits 31:28 only */
+#define DEC1_BASE_HI	0x00000007u
+#define DEC1_SIZE_LO	0x10000000u /* 256 MiB */
+#define DEC1_SIZE_HI	0u
 #define RAS_UNCORR_MASK 0x00000a5au
 #define RAS_CORR_MASK	0x00000045u
 /* PCIe Device Control: Max_Read_Request_Size 1024 (3 << 12), relaxed ordering,
@@ -218,7 +218,8 @@ static int find_component(void)
 	for (int guard = 0; pos && guard < 64; guard++) {
 		uint32_t hdr, h1, h2;
 
-		if (cfg_read(pos, &hdr, 4) || cfg_read(pos + 4, &h1, 4) || cfg_read(pos + 8, &h2, 4))
+		if (cfg_read(pos, &hdr, 4) || cfg_read(pos + 4, &h1, 4) ||
+		    cfg_read(pos + 8, &h2, 4))
 			break;
 		if ((hdr & 0xffff) == PCIE_EXT_CAP_ID_DVSEC && (h1 & 0xffff) == CXL_VENDOR_ID &&
 		    (h2 & 0xffff) == CXL_DVSEC_ID_REG_LOCATOR) {
@@ -395,15 +396,16 @@ static void check_decoders(const char *tag)
 	snprintf(name, sizeof(name), "%s-decoders", tag);
 	step(name,
 	     (c0 & CXL_HDM_DEC_CTRL_COMMITTED) && (c0 & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT) &&
-		 b0 == hpa_base && s0 == D.info.hpa_size && (b1l & CXL_HDM_DEC_LO_MASK) == DEC1_BASE_LO &&
-		 b1h == DEC1_BASE_HI && (s1l & CXL_HDM_DEC_LO_MASK) == DEC1_SIZE_LO && s1h == DEC1_SIZE_HI &&
+		 b0 == hpa_base && s0 == D.info.hpa_size &&
+		 (b1l & CXL_HDM_DEC_LO_MASK) == DEC1_BASE_LO && b1h == DEC1_BASE_HI &&
+		 (s1l & CXL_HDM_DEC_LO_MASK) == DEC1_SIZE_LO && s1h == DEC1_SIZE_HI &&
 		 !(c1 & CXL_HDM_DEC_CTRL_COMMITTED),
 	     "decoder 0: control %#x (committed %d, locked %d), base %#" PRIx64 " size %#" PRIx64
 	     " (want %#" PRIx64 ", %#" PRIx64 "); decoder 1 (not committed): base %#x:%08x size "
 	     "%#x:%08x control %#x (want %#x:%08x, %#x:%08x)",
-	     c0, !!(c0 & CXL_HDM_DEC_CTRL_COMMITTED), !!(c0 & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT), b0, s0,
-	     hpa_base, (uint64_t)D.info.hpa_size, b1h, b1l, s1h, s1l, c1, DEC1_BASE_HI, DEC1_BASE_LO,
-	     DEC1_SIZE_HI, DEC1_SIZE_LO);
+	     c0, !!(c0 & CXL_HDM_DEC_CTRL_COMMITTED), !!(c0 & CXL_HDM_DEC_CTRL_LOCK_ON_COMMIT), b0,
+	     s0, hpa_base, (uint64_t)D.info.hpa_size, b1h, b1l, s1h, s1l, c1, DEC1_BASE_HI,
+	     DEC1_BASE_LO, DEC1_SIZE_HI, DEC1_SIZE_LO);
 }
 
 static void check_registers(const char *tag)
@@ -416,8 +418,7 @@ static void check_registers(const char *tag)
 	if (pcie)
 		cfg_read(pcie + PCI_EXP_DEVCTL, &devctl, 2);
 	snprintf(name, sizeof(name), "%s-registers", tag);
-	step(name,
-	     pcie && devctl == devctl_want && um == RAS_UNCORR_MASK && cm == RAS_CORR_MASK,
+	step(name, pcie && devctl == devctl_want && um == RAS_UNCORR_MASK && cm == RAS_CORR_MASK,
 	     "PCIe Device Control %#06x (want %#06x), CXL RAS uncorrectable mask %#x, "
 	     "correctable mask %#x (want %#x, %#x)",
 	     devctl, devctl_want, um, cm, RAS_UNCORR_MASK, RAS_CORR_MASK);
@@ -436,8 +437,8 @@ static int setup(void)
 
 	hpa_base = D.info.hpa_start;
 	step("setup-region", D.info.hpa_size >= REGION_MIN,
-	     "the driver's region [%#" PRIx64 ", +%#" PRIx64 "), engine DPA %#" PRIx64
-	     ", %" PRIu64 " jobs done (want >= %llu MiB)",
+	     "the driver's region [%#" PRIx64 ", +%#" PRIx64 "), engine DPA %#" PRIx64 ", %" PRIu64
+	     " jobs done (want >= %llu MiB)",
 	     (uint64_t)D.info.hpa_start, (uint64_t)D.info.hpa_size, (uint64_t)D.info.engine_dpa,
 	     (uint64_t)D.info.jobs_done, REGION_MIN / MIB);
 	if (D.info.hpa_size < REGION_MIN)
@@ -506,8 +507,8 @@ static void *job_main(void *arg)
 		int rc = fill(JOB_OFF, JOB_LEN, pat, &lat);
 		struct job_rec *r = &job_log[no % JOB_LOG];
 
-		*r = (struct job_rec){.no = no, .pattern = pat, .rc = rc, .lat_us = lat,
-				      .irqs_after = info_irqs()};
+		*r = (struct job_rec){
+		    .no = no, .pattern = pat, .rc = rc, .lat_us = lat, .irqs_after = info_irqs()};
 		jobs_run++;
 		if (lat > lat_max_us)
 			lat_max_us = lat;
@@ -570,8 +571,9 @@ static int verify(const char *tag, uint64_t inflight)
 
 	bad = pattern_bad();
 	snprintf(name, sizeof(name), "%s-pattern", tag);
-	step(name, !bad, "%llu MiB of seeded pattern at region offset %#llx: %" PRIu64
-	     " of %llu qwords wrong", PAT_LEN / MIB, PAT_OFF, bad, PAT_LEN / 8);
+	step(name, !bad,
+	     "%llu MiB of seeded pattern at region offset %#llx: %" PRIu64 " of %llu qwords wrong",
+	     PAT_LEN / MIB, PAT_OFF, bad, PAT_LEN / 8);
 	hostcheck(PAT_OFF, PAT_LEN, PAT_SEED, PAT_STEP);
 
 	/* the generation: every qword of both zones from the last one, the counter equal */
@@ -581,8 +583,9 @@ static int verify(const char *tag, uint64_t inflight)
 	uint64_t ctr = D.mem[GEN_OFF / 8];
 	snprintf(name, sizeof(name), "%s-generation", tag);
 	step(name, g > gen_checked && !cbad && !rbad && ctr == g,
-	     "generation %" PRIu64 " (%" PRIu64 " since the last check), counter in CXL memory %"
-	     PRIu64 "; %llu MiB of CXL memory: %" PRIu64 " qwords wrong; %llu MiB of RAM: %" PRIu64
+	     "generation %" PRIu64 " (%" PRIu64
+	     " since the last check), counter in CXL memory %" PRIu64
+	     "; %llu MiB of CXL memory: %" PRIu64 " qwords wrong; %llu MiB of RAM: %" PRIu64
 	     " qwords wrong",
 	     g, g - gen_checked, ctr, DIRTY_LEN / MIB, cbad, DIRTY_LEN / MIB, rbad);
 	gen_checked = g;
@@ -592,7 +595,9 @@ static int verify(const char *tag, uint64_t inflight)
 	/* the jobs: every one completed, one interrupt each, the device's counter */
 	uint64_t irqs = info_irqs() - irq_base, done = info_jobs_done() - jobs_done_base;
 	snprintf(name, sizeof(name), "%s-jobs", tag);
-	step(name, jobs_run > 0 && !jobs_failed && irqs == jobs_run && (uint32_t)done == (uint32_t)jobs_run,
+	step(name,
+	     jobs_run > 0 && !jobs_failed && irqs == jobs_run &&
+		 (uint32_t)done == (uint32_t)jobs_run,
 	     "%" PRIu64 " FILLs of %llu MiB so far, %" PRIu64 " failed; %" PRIu64
 	     " completion interrupts; the device's JOBS_DONE %+" PRId64 "; longest doorbell to "
 	     "interrupt %" PRIu64 " ms",
@@ -604,15 +609,19 @@ static int verify(const char *tag, uint64_t inflight)
 				r = &job_log[i];
 		snprintf(name, sizeof(name), "%s-job-in-flight", tag);
 		step(name, r && !r->rc && r->irqs_after - irq_base == r->no,
-		     "the job in flight at the switch-over (pattern %#" PRIx64 "): %s%s, job %" PRIu64
-		     ", doorbell to interrupt %u ms, %" PRIu64 " interrupts after it",
-		     inflight, r ? "completed " : "not found", r ? (r->rc ? strerror(-r->rc) : "ok") : "",
-		     r ? r->no : 0, r ? r->lat_us / 1000 : 0, r ? r->irqs_after - irq_base : 0);
+		     "the job in flight at the switch-over (pattern %#" PRIx64
+		     "): %s%s, job %" PRIu64 ", doorbell to interrupt %u ms, %" PRIu64
+		     " interrupts after it",
+		     inflight, r ? "completed " : "not found",
+		     r ? (r->rc ? strerror(-r->rc) : "ok") : "", r ? r->no : 0,
+		     r ? r->lat_us / 1000 : 0, r ? r->irqs_after - irq_base : 0);
 	}
 	bad = job_last_pattern ? check_arith(JOB_OFF, JOB_LEN, job_last_pattern, 0) : JOB_LEN / 8;
 	snprintf(name, sizeof(name), "%s-job-data", tag);
-	step(name, !bad, "the last job's %llu MiB at region offset %#llx (pattern %#" PRIx64
-	     "): %" PRIu64 " qwords wrong", JOB_LEN / MIB, JOB_OFF, job_last_pattern, bad);
+	step(name, !bad,
+	     "the last job's %llu MiB at region offset %#llx (pattern %#" PRIx64 "): %" PRIu64
+	     " qwords wrong",
+	     JOB_LEN / MIB, JOB_OFF, job_last_pattern, bad);
 	hostcheck(JOB_OFF, JOB_LEN, job_last_pattern, 0);
 	uint32_t op = bar2_r32(ACCEL_REG_JOB_OP), fl = bar2_r32(ACCEL_REG_JOB_FLAGS);
 	uint32_t vec = bar2_r32(ACCEL_REG_JOB_VECTOR), st = bar2_r32(ACCEL_REG_STATUS);
@@ -623,8 +632,8 @@ static int verify(const char *tag, uint64_t inflight)
 	     op == ACCEL_OP_FILL && fl == ACCEL_JOBF_IRQ && vec == 0 && !(st & ACCEL_STATUS_BUSY) &&
 		 dst == D.info.engine_dpa + JOB_OFF && len == JOB_LEN && pat == job_last_pattern,
 	     "BAR2: op %u flags %#x vector %u status %#x dst %#" PRIx64 " len %#" PRIx64
-	     " pattern %#" PRIx64 " (the last job's: FILL, IRQ, 0, idle, %#" PRIx64 ", %#llx, %#"
-	     PRIx64 ")",
+	     " pattern %#" PRIx64 " (the last job's: FILL, IRQ, 0, idle, %#" PRIx64
+	     ", %#llx, %#" PRIx64 ")",
 	     op, fl, vec, st, dst, len, pat, (uint64_t)(D.info.engine_dpa + JOB_OFF), JOB_LEN,
 	     job_last_pattern);
 	printf("VERIFY-DONE %s fail=%u (%" PRIu64 " ms)\n", tag, n_fail - fail0, now_ms() - t0);
