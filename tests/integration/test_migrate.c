@@ -62,7 +62,8 @@ static int feat(struct vcxl_client *c, uint32_t argsz, uint32_t flags, const voi
 	struct vfio_device_feature f = {.argsz = argsz, .flags = flags};
 
 	memcpy(buf, &f, sizeof(f));
-	memcpy(buf + sizeof(f), data, len);
+	if (len) /* data may be NULL then: memcpy's arguments must not be */
+		memcpy(buf + sizeof(f), data, len);
 	return raw(c, VFIO_USER_DEVICE_FEATURE, buf, sizeof(f) + len, out, outlen, NULL);
 }
 
