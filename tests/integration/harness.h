@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "vcxl/client.h"
 #include "server/server.h"
 
@@ -346,6 +348,50 @@ static inline void h_cleanup(struct harness *h)
 		unlink(h->notify);
 	}
 	rmdir(h->dir);
+}
+
+/* Run the CLI (or any command) with args, stdout+stderr in out: its exit status or -1 */
+static inline int h_run_cli(const char *cli, const char *args, char *out, size_t len)
+{
+	char cmd[1024];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", cli, args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A JSON member by dotted path ("return.devices.1.client"; numbers index arrays) */
+static inline struct json_object *h_jget(struct json_object *o, const char *path)
+{
+	char key[64];
+
+	while (o && *path) {
+		size_t n = strcspn(path, ".");
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, path);
+		if (json_object_is_type(o, json_type_array))
+			o = json_object_array_get_idx(o, (size_t)atoi(key));
+		else if (!json_object_object_get_ex(o, key, &o))
+			o = NULL;
+		path += n + (path[n] == '.');
+	}
+	return o;
+}
+
+/* ... as an integer, -1 when absent */
+static inline int64_t h_jgeti(struct json_object *o, const char *path)
+{
+	struct json_object *v = h_jget(o, path);
+
+	return v ? json_object_get_int64(v) : -1;
 }
 
 #endif

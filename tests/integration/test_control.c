@@ -23,23 +23,6 @@
 
 #define GPA 0x100000000ull
 
-static int run_cli(const char *cli, const char *args, char *out, size_t len)
-{
-	char cmd[1024];
-	FILE *f;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", cli, args);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 struct bar {
 	struct vcxl_client *c;
 	const struct vcxl_client_info *info;
@@ -90,30 +73,6 @@ static int guest_commit(struct vcxl_client *c, const struct vcxl_client_info *in
 	return rc ? rc : (ctrl & CXL_HDM_DEC_CTRL_COMMITTED) ? 0 : -EIO;
 }
 
-static struct json_object *get(struct json_object *o, const char *path)
-{
-	char key[64];
-
-	while (o && *path) {
-		size_t n = strcspn(path, ".");
-
-		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		if (json_object_is_type(o, json_type_array))
-			o = json_object_array_get_idx(o, (size_t)atoi(key));
-		else if (!json_object_object_get_ex(o, key, &o))
-			o = NULL;
-		path += n + (path[n] == '.');
-	}
-	return o;
-}
-
-static int64_t geti(struct json_object *o, const char *path)
-{
-	struct json_object *v = get(o, path);
-
-	return v ? json_object_get_int64(v) : -1;
-}
-
 static int ctl_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -159,7 +118,7 @@ static struct json_object *ctl_req(int fd, const char *req, size_t len)
 
 static bool is_error(struct json_object *r, const char *cls)
 {
-	struct json_object *c = get(r, "error.class");
+	struct json_object *c = h_jget(r, "error.class");
 
 	return c && !strcmp(json_object_get_string(c), cls);
 }
@@ -196,19 +155,19 @@ static void test_bad_requests(const char *ctl, struct vcxl_client *c)
 	big[sizeof(big) - 1] = '\n';
 	r = ctl_req(fd, big, sizeof(big));
 	ok(is_error(r, "GenericError") &&
-	       strstr(json_object_get_string(get(r, "error.desc")), "long"),
+	       strstr(json_object_get_string(h_jget(r, "error.desc")), "long"),
 	   "a %zu-byte line: 'request line too long'", sizeof(big));
 	json_object_put(r);
 	r = ctl_req(fd, "{\"execute\": \"set-log-level\", \"arguments\": {\"level\": \"debug\"}}\n",
 		    62);
-	ok(r && get(r, "return"), "after all that, the same connection still answers");
+	ok(r && h_jget(r, "return"), "after all that, the same connection still answers");
 	json_object_put(r);
 	r = ctl_req(fd, "{\"execute\": \"query-log-level\"}\n", 31);
-	ok(r && !strcmp(json_object_get_string(get(r, "return.level")), "debug"),
+	ok(r && !strcmp(json_object_get_string(h_jget(r, "return.level")), "debug"),
 	   "set-log-level debug took effect");
 	json_object_put(r);
 	r = ctl_req(fd, "{\"execute\":\"query-devices\"}\n", 28);
-	ok(r && json_object_get_boolean(get(r, "return.0.connected")),
+	ok(r && json_object_get_boolean(h_jget(r, "return.0.connected")),
 	   "query-devices: device 0 connected");
 	json_object_put(r);
 	close(fd);
@@ -238,9 +197,9 @@ static void test_read_memory(const char *ctl, struct vcxl_client *c,
 			     "\"offset\": %d, \"length\": %zu}}\n",
 			     0x12340, sizeof(pat));
 	r = ctl_req(fd, req, n);
-	data = json_object_get_string(get(r, "return.data"));
-	ok(data && !strcmp(data, want) && geti(r, "return.length") == (int64_t)sizeof(pat) &&
-	       geti(r, "return.offset") == 0x12340,
+	data = json_object_get_string(h_jget(r, "return.data"));
+	ok(data && !strcmp(data, want) && h_jgeti(r, "return.length") == (int64_t)sizeof(pat) &&
+	       h_jgeti(r, "return.offset") == 0x12340,
 	   "read-memory returns those bytes as hex (%s)", data ? data : "no data");
 	json_object_put(r);
 	n = (size_t)snprintf(req, sizeof(req),
@@ -248,7 +207,7 @@ static void test_read_memory(const char *ctl, struct vcxl_client *c,
 			     "\"offset\": 0, \"length\": %d}}\n",
 			     VCXL_CONTROL_READ_MAX);
 	r = ctl_req(fd, req, n);
-	data = json_object_get_string(get(r, "return.data"));
+	data = json_object_get_string(h_jget(r, "return.data"));
 	ok(data && strlen(data) == 2 * VCXL_CONTROL_READ_MAX, "%d bytes in one request",
 	   VCXL_CONTROL_READ_MAX);
 	json_object_put(r);
@@ -280,7 +239,7 @@ static void test_read_memory(const char *ctl, struct vcxl_client *c,
 			     "\"offset\": %llu, \"length\": 1}}\n",
 			     (unsigned long long)info->cxl.region_size - 1);
 	r = ctl_req(fd, req, n);
-	ok(r && get(r, "return.data"), "the region's last byte reads");
+	ok(r && h_jget(r, "return.data"), "the region's last byte reads");
 	json_object_put(r);
 	n = (size_t)snprintf(req, sizeof(req),
 			     "{\"execute\": \"read-memory\", \"arguments\": {\"device\": 0, "
@@ -288,7 +247,7 @@ static void test_read_memory(const char *ctl, struct vcxl_client *c,
 			     (unsigned long long)info->cxl.region_size - 1);
 	r = ctl_req(fd, req, n);
 	ok(is_error(r, "InvalidParameter") &&
-	       strstr(json_object_get_string(get(r, "error.desc")), "outside"),
+	       strstr(json_object_get_string(h_jget(r, "error.desc")), "outside"),
 	   "a range past the region's end: InvalidParameter, 'outside the CXL region'");
 	json_object_put(r);
 	close(fd);
@@ -317,37 +276,38 @@ static void test_attached(struct harness *h, const char *ctl)
 	is(guest_commit(c, &info), 0, "decoder 0 committed again after the reset");
 
 	snprintf(args, sizeof(args), "status %s --json", h->sock);
-	rc = run_cli(h->cli, args, out, sizeof(out));
+	rc = h_run_cli(h->cli, args, out, sizeof(out));
 	j = json_tokener_parse(out);
 	ok(rc == 0 && j, "vcxl status --json while the client is attached: exit 0, JSON");
-	ok(geti(j, "devices.0.client.pid") == getpid() &&
-	       geti(j, "devices.0.client.uid") == (int64_t)getuid(),
+	ok(h_jgeti(j, "devices.0.client.pid") == getpid() &&
+	       h_jgeti(j, "devices.0.client.uid") == (int64_t)getuid(),
 	   "the attached client: pid %lld (ours %d), uid %lld",
-	   (long long)geti(j, "devices.0.client.pid"), (int)getpid(),
-	   (long long)geti(j, "devices.0.client.uid"));
-	ok(geti(j, "devices.0.guest_decoders.0.gpa") == (int64_t)GPA &&
-	       geti(j, "devices.0.guest_decoders.0.size") == VCXL_SZ_256M &&
-	       geti(j, "devices.0.guest_decoders.0.region_offset") == 0,
+	   (long long)h_jgeti(j, "devices.0.client.pid"), (int)getpid(),
+	   (long long)h_jgeti(j, "devices.0.client.uid"));
+	ok(h_jgeti(j, "devices.0.guest_decoders.0.gpa") == (int64_t)GPA &&
+	       h_jgeti(j, "devices.0.guest_decoders.0.size") == VCXL_SZ_256M &&
+	       h_jgeti(j, "devices.0.guest_decoders.0.region_offset") == 0,
 	   "guest decoder 0: GPA 0x100000000 + 256M -> region offset 0");
-	ok(geti(j, "devices.0.host_region.size") == VCXL_SZ_256M &&
-	       geti(j, "devices.0.host_region.hpa") > 0,
+	ok(h_jgeti(j, "devices.0.host_region.size") == VCXL_SZ_256M &&
+	       h_jgeti(j, "devices.0.host_region.hpa") > 0,
 	   "host region: HPA 0x%llx, 256M",
-	   (unsigned long long)geti(j, "devices.0.host_region.hpa"));
-	ok(geti(j, "devices.0.counters.messages_by_command.REGION_READ") >= 11 &&
-	       geti(j, "devices.0.counters.messages_by_command.VERSION") == 1 &&
-	       geti(j, "devices.0.counters.errors_by_errno.EINVAL") >= 1,
+	   (unsigned long long)h_jgeti(j, "devices.0.host_region.hpa"));
+	ok(h_jgeti(j, "devices.0.counters.messages_by_command.REGION_READ") >= 11 &&
+	       h_jgeti(j, "devices.0.counters.messages_by_command.VERSION") == 1 &&
+	       h_jgeti(j, "devices.0.counters.errors_by_errno.EINVAL") >= 1,
 	   "counters: REGION_READ %lld, VERSION 1, EINVAL %lld",
-	   (long long)geti(j, "devices.0.counters.messages_by_command.REGION_READ"),
-	   (long long)geti(j, "devices.0.counters.errors_by_errno.EINVAL"));
-	ok(geti(j, "uptime_ms") >= 0 && get(j, "log_level"), "uptime and log level reported");
-	ok(geti(j, "devices.0.resets.device_reset") == 1 && geti(j, "devices.0.resets.flr") == 0 &&
-	       geti(j, "devices.0.resets.disconnect") == 0 &&
-	       geti(j, "devices.0.counters.messages_by_command.DEVICE_RESET") == 1,
+	   (long long)h_jgeti(j, "devices.0.counters.messages_by_command.REGION_READ"),
+	   (long long)h_jgeti(j, "devices.0.counters.errors_by_errno.EINVAL"));
+	ok(h_jgeti(j, "uptime_ms") >= 0 && h_jget(j, "log_level"), "uptime and log level reported");
+	ok(h_jgeti(j, "devices.0.resets.device_reset") == 1 &&
+	       h_jgeti(j, "devices.0.resets.flr") == 0 &&
+	       h_jgeti(j, "devices.0.resets.disconnect") == 0 &&
+	       h_jgeti(j, "devices.0.counters.messages_by_command.DEVICE_RESET") == 1,
 	   "resets by kind: DEVICE_RESET 1, FLR 0, disconnect 0");
 	json_object_put(j);
 
 	snprintf(args, sizeof(args), "status %s", h->sock);
-	rc = run_cli(h->cli, args, out, sizeof(out));
+	rc = h_run_cli(h->cli, args, out, sizeof(out));
 	snprintf(want, sizeof(want), "Client:         pid %d, uid %d", (int)getpid(),
 		 (int)getuid());
 	ok(rc == 0 && strstr(out, want) &&
@@ -564,7 +524,7 @@ int main(int argc, char **argv)
 	snprintf(ctl, sizeof(ctl), "%s.ctl", h.sock);
 	ok(rc == 0 && stat(ctl, &st) < 0, "--control none: no control socket");
 	snprintf(args, sizeof(args), "status %s", h.sock);
-	ok(run_cli(h.cli, args, out, sizeof(out)) == 1 && !strncmp(out, "vcxl: ", 6) &&
+	ok(h_run_cli(h.cli, args, out, sizeof(out)) == 1 && !strncmp(out, "vcxl: ", 6) &&
 	       strchr(out, '\n') == out + strlen(out) - 1,
 	   "vcxl status without a control socket: one line, exit 1");
 	h_stop(&h);

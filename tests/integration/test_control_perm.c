@@ -22,23 +22,6 @@
 
 static const char secret[] = "tenant B's secret";
 
-static struct json_object *get(struct json_object *o, const char *path)
-{
-	char key[64];
-
-	while (o && *path) {
-		size_t n = strcspn(path, ".");
-
-		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		if (json_object_is_type(o, json_type_array))
-			o = json_object_array_get_idx(o, (size_t)atoi(key));
-		else if (!json_object_object_get_ex(o, key, &o))
-			o = NULL;
-		path += n + (path[n] == '.');
-	}
-	return o;
-}
-
 /* connect to path: fd, or -errno */
 static int ctl_connect(const char *path)
 {
@@ -84,14 +67,14 @@ static struct json_object *ctl_req(int fd, const char *req, char *raw, size_t ra
 /* the string at path, "" if none */
 static const char *jstr(struct json_object *o, const char *path)
 {
-	const char *s = json_object_get_string(get(o, path));
+	const char *s = json_object_get_string(h_jget(o, path));
 
 	return s ? s : "";
 }
 
 static bool is_error(struct json_object *r, const char *cls)
 {
-	struct json_object *c = get(r, "error.class");
+	struct json_object *c = h_jget(r, "error.class");
 
 	return c && !strcmp(json_object_get_string(c), cls);
 }
@@ -158,16 +141,16 @@ static int as_tenant(const char *dev, const char *ctl, gid_t users, uid_t nobody
 		seen |= SAW_LEVEL_DENIED;
 	json_object_put(r);
 	r = ctl_req(fd, STATUS, raw, sizeof(raw));
-	if (get(r, "return.devices.1"))
+	if (h_jget(r, "return.devices.1"))
 		seen |= SAW_STATUS;
 	for (int i = 0; i < 2; i++) {
 		char p[64];
 
 		snprintf(p, sizeof(p), "return.devices.%d.client", i);
-		if (get(r, p))
+		if (h_jget(r, p))
 			seen |= SAW_TENANT_ID;
 		snprintf(p, sizeof(p), "return.devices.%d.counters", i);
-		if (get(r, p))
+		if (h_jget(r, p))
 			seen |= SAW_TENANT_ID;
 	}
 	if (strstr(raw, "\"uid\"") || strstr(raw, "\"gid\""))
@@ -179,7 +162,7 @@ static int as_tenant(const char *dev, const char *ctl, gid_t users, uid_t nobody
 	r = ctl_req(fd, STATS, NULL, 0);
 	if (is_error(r, "PermissionDenied"))
 		seen |= SAW_STATS_DENIED;
-	if (get(r, "return.devices"))
+	if (h_jget(r, "return.devices"))
 		seen |= SAW_STATS;
 	json_object_put(r);
 	close(fd);
@@ -256,7 +239,7 @@ static void test_default_root_only(const char *bin)
 	   "nobody (group users) cannot connect to SOCKET.ctl: EACCES (saw 0x%x)", seen);
 	int fd = ctl_connect(ctl);
 	struct json_object *r = fd >= 0 ? ctl_req(fd, STATUS, NULL, 0) : NULL;
-	ok(get(r, "return.devices.1") && !strcmp(jstr(r, "return.access"), "admin"),
+	ok(h_jget(r, "return.devices.1") && !strcmp(jstr(r, "return.access"), "admin"),
 	   "root still connects and is the admin");
 	json_object_put(r);
 	if (fd >= 0)
@@ -303,18 +286,18 @@ static void test_wide_mode_still_admin_only(const char *bin)
 	fd = ctl_connect(ctl);
 	hex(secret, want);
 	r = fd >= 0 ? ctl_req(fd, READ_B, raw, sizeof(raw)) : NULL;
-	ok(get(r, "return.data") && strstr(raw, want), "root's read-memory of device 1 works");
+	ok(h_jget(r, "return.data") && strstr(raw, want), "root's read-memory of device 1 works");
 	json_object_put(r);
 	r = fd >= 0 ? ctl_req(fd, STATUS, NULL, 0) : NULL;
-	ok(json_object_get_int64(get(r, "return.devices.1.client.pid")) == getpid() &&
-	       get(r, "return.devices.1.client.uid"),
+	ok(json_object_get_int64(h_jget(r, "return.devices.1.client.pid")) == getpid() &&
+	       h_jget(r, "return.devices.1.client.uid"),
 	   "root's query-status shows tenant B's pid (%lld) and uid",
-	   (long long)json_object_get_int64(get(r, "return.devices.1.client.pid")));
+	   (long long)json_object_get_int64(h_jget(r, "return.devices.1.client.pid")));
 	ok(!strcmp(jstr(r, "return.log_level"), "info"),
 	   "the log level is still info after nobody's set-log-level");
 	json_object_put(r);
 	r = fd >= 0 ? ctl_req(fd, SET_DEBUG, NULL, 0) : NULL;
-	ok(get(r, "return") && !get(r, "error"), "root's set-log-level works");
+	ok(h_jget(r, "return") && !h_jget(r, "error"), "root's set-log-level works");
 	json_object_put(r);
 	if (fd >= 0)
 		close(fd);

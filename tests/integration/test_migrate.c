@@ -20,23 +20,6 @@
 
 #define RAM_OFF 0x200000u /* BAR0, past the component block */
 
-static int run_cli(const char *cli, const char *args, char *out, size_t len)
-{
-	char cmd[1024];
-	FILE *f;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", cli, args);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* a raw request: the errno of the reply (0 ok), its payload in out */
 static int raw(struct vcxl_client *c, uint16_t cmd, const void *p, size_t len, void *out,
 	       size_t outlen, size_t *got)
@@ -189,7 +172,7 @@ static struct json_object *status(struct harness *h)
 	char args[300], out[65536];
 
 	snprintf(args, sizeof(args), "status %s --json", h->sock);
-	if (run_cli(h->cli, args, out, sizeof(out)))
+	if (h_run_cli(h->cli, args, out, sizeof(out)))
 		return NULL;
 	return json_tokener_parse(out);
 }
@@ -267,7 +250,7 @@ int main(int argc, char **argv)
 		   (long long)jint(m, "device_state_bytes"), (long long)jint(m, "bytes_sent"));
 		json_object_put(st);
 		snprintf(args, sizeof(args), "status %s", a.sock);
-		run_cli(a.cli, args, txt, sizeof(txt));
+		h_run_cli(a.cli, args, txt, sizeof(txt));
 		ok(strstr(txt, "Migration:") && strstr(txt, "stop-copy, 4096 of"),
 		   "A: vcxl status shows the stop-copy's progress");
 		if (!strstr(txt, "stop-copy, 4096 of"))

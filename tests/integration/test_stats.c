@@ -27,47 +27,6 @@
 #define READ_LEN   0x10000
 #define WRITE_LEN  0x8000
 
-static int run_cli(const char *cli, const char *args, char *out, size_t len)
-{
-	char cmd[1024];
-	FILE *f;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", cli, args);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static struct json_object *get(struct json_object *o, const char *path)
-{
-	char key[64];
-
-	while (o && *path) {
-		size_t n = strcspn(path, ".");
-
-		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		if (json_object_is_type(o, json_type_array))
-			o = json_object_array_get_idx(o, (size_t)atoi(key));
-		else if (!json_object_object_get_ex(o, key, &o))
-			o = NULL;
-		path += n + (path[n] == '.');
-	}
-	return o;
-}
-
-static int64_t geti(struct json_object *o, const char *path)
-{
-	struct json_object *v = get(o, path);
-
-	return v ? json_object_get_int64(v) : -1;
-}
-
 /* {"execute": "query-stats"} on the control socket: the reply's "return" */
 static struct json_object *query_stats(const char *ctl)
 {
@@ -207,24 +166,24 @@ static int64_t first_client(struct harness *h, const char *ctl)
 
 	j = query_stats(ctl);
 	ok(j != NULL, "query-stats answers while A is attached");
-	reqs = geti(j, "devices.0.client.counters.requests");
+	reqs = h_jgeti(j, "devices.0.client.counters.requests");
 	ok(reqs > 10, "A's share: %lld requests", (long long)reqs);
-	is(geti(j, "devices.0.total.requests"), reqs,
+	is(h_jgeti(j, "devices.0.total.requests"), reqs,
 	   "the device's total is A's while A is the first");
-	ok(geti(j, "devices.0.total.requests_by_command.REGION_READ") >= 2,
+	ok(h_jgeti(j, "devices.0.total.requests_by_command.REGION_READ") >= 2,
 	   "requests by command: REGION_READ");
-	is(geti(j, "devices.0.total.requests_by_command.DEVICE_RESET"), 1,
+	is(h_jgeti(j, "devices.0.total.requests_by_command.DEVICE_RESET"), 1,
 	   "requests by command: one DEVICE_RESET");
-	is(geti(j, "devices.0.total.errors_by_errno.EINVAL"), 1, "errors by errno: one EINVAL");
-	is(geti(j, "devices.0.total.dma_read_bytes"), READ_LEN, "DMA bytes the device read");
-	is(geti(j, "devices.0.total.dma_write_bytes"), WRITE_LEN, "DMA bytes the device wrote");
-	is(geti(j, "devices.0.total.interrupts"), 1, "one interrupt delivered");
-	is(geti(j, "devices.0.client.counters.resets.device_reset"), 1,
+	is(h_jgeti(j, "devices.0.total.errors_by_errno.EINVAL"), 1, "errors by errno: one EINVAL");
+	is(h_jgeti(j, "devices.0.total.dma_read_bytes"), READ_LEN, "DMA bytes the device read");
+	is(h_jgeti(j, "devices.0.total.dma_write_bytes"), WRITE_LEN, "DMA bytes the device wrote");
+	is(h_jgeti(j, "devices.0.total.interrupts"), 1, "one interrupt delivered");
+	is(h_jgeti(j, "devices.0.client.counters.resets.device_reset"), 1,
 	   "A's share of resets: DEVICE_RESET 1");
-	is(geti(j, "devices.0.client.counters.resets.flr"), 1, "A's share of resets: FLR 1");
-	is(geti(j, "devices.0.clients_served"), 1, "clients served: 1");
-	is(geti(j, "devices.0.handovers"), 0, "no hand-over yet");
-	ok(json_object_get_boolean(get(j, "devices.0.connected")), "connected");
+	is(h_jgeti(j, "devices.0.client.counters.resets.flr"), 1, "A's share of resets: FLR 1");
+	is(h_jgeti(j, "devices.0.clients_served"), 1, "clients served: 1");
+	is(h_jgeti(j, "devices.0.handovers"), 0, "no hand-over yet");
+	ok(json_object_get_boolean(h_jget(j, "devices.0.connected")), "connected");
 	json_object_put(j);
 
 	vcxl_client_close(c);
@@ -317,51 +276,52 @@ int main(int argc, char **argv)
 	for (int t = 0; t < 5000; t += 20) {
 		json_object_put(j);
 		j = query_stats(ctl);
-		if (geti(j, "devices.0.handovers") == 1)
+		if (h_jgeti(j, "devices.0.handovers") == 1)
 			break;
 		h_sleep_ms(20);
 	}
-	is(geti(j, "devices.0.handovers"), 1, "A left: one hand-over");
-	ok(!json_object_get_boolean(get(j, "devices.0.connected")) &&
-	       get(j, "devices.0.client") == NULL,
+	is(h_jgeti(j, "devices.0.handovers"), 1, "A left: one hand-over");
+	ok(!json_object_get_boolean(h_jget(j, "devices.0.connected")) &&
+	       h_jget(j, "devices.0.client") == NULL,
 	   "no client attached: \"client\": null");
-	is(geti(j, "devices.0.total.requests"), a_reqs, "A's %lld requests outlive its connection",
-	   (long long)a_reqs);
-	is(geti(j, "devices.0.total.dma_read_bytes"), READ_LEN, "DMA read bytes outlive it");
-	is(geti(j, "devices.0.total.dma_write_bytes"), WRITE_LEN, "DMA write bytes outlive it");
-	is(geti(j, "devices.0.total.interrupts"), 1, "its interrupt outlives it");
-	is(geti(j, "devices.0.total.errors_by_errno.EINVAL"), 1, "its EINVAL outlives it");
-	is(geti(j, "devices.0.total.resets.device_reset"), 1, "resets: DEVICE_RESET 1");
-	is(geti(j, "devices.0.total.resets.flr"), 1, "resets: FLR 1");
-	is(geti(j, "devices.0.total.resets.disconnect_keep") +
-	       geti(j, "devices.0.total.resets.disconnect_reset"),
+	is(h_jgeti(j, "devices.0.total.requests"), a_reqs,
+	   "A's %lld requests outlive its connection", (long long)a_reqs);
+	is(h_jgeti(j, "devices.0.total.dma_read_bytes"), READ_LEN, "DMA read bytes outlive it");
+	is(h_jgeti(j, "devices.0.total.dma_write_bytes"), WRITE_LEN, "DMA write bytes outlive it");
+	is(h_jgeti(j, "devices.0.total.interrupts"), 1, "its interrupt outlives it");
+	is(h_jgeti(j, "devices.0.total.errors_by_errno.EINVAL"), 1, "its EINVAL outlives it");
+	is(h_jgeti(j, "devices.0.total.resets.device_reset"), 1, "resets: DEVICE_RESET 1");
+	is(h_jgeti(j, "devices.0.total.resets.flr"), 1, "resets: FLR 1");
+	is(h_jgeti(j, "devices.0.total.resets.disconnect_keep") +
+	       h_jgeti(j, "devices.0.total.resets.disconnect_reset"),
 	   1, "resets: one on-disconnect reset");
 	json_object_put(j);
 
 	is(vcxl_client_connect(h.sock, &b), 0, "client B connects");
 	j = query_stats(ctl);
-	b_reqs = geti(j, "devices.0.client.counters.requests");
+	b_reqs = h_jgeti(j, "devices.0.client.counters.requests");
 	ok(b_reqs > 0 && b_reqs < a_reqs, "B's share restarts: %lld requests (A made %lld)",
 	   (long long)b_reqs, (long long)a_reqs);
-	is(geti(j, "devices.0.total.requests"), a_reqs + b_reqs,
+	is(h_jgeti(j, "devices.0.total.requests"), a_reqs + b_reqs,
 	   "the device's total: A's and B's requests");
-	is(geti(j, "devices.0.client.counters.dma_read_bytes") +
-	       geti(j, "devices.0.client.counters.dma_write_bytes") +
-	       geti(j, "devices.0.client.counters.interrupts") +
-	       geti(j, "devices.0.client.counters.errors"),
+	is(h_jgeti(j, "devices.0.client.counters.dma_read_bytes") +
+	       h_jgeti(j, "devices.0.client.counters.dma_write_bytes") +
+	       h_jgeti(j, "devices.0.client.counters.interrupts") +
+	       h_jgeti(j, "devices.0.client.counters.errors"),
 	   0, "B's share: no DMA, interrupt or error");
-	is(geti(j, "devices.0.client.counters.resets.device_reset") +
-	       geti(j, "devices.0.client.counters.resets.flr") +
-	       geti(j, "devices.0.client.counters.resets.disconnect_keep") +
-	       geti(j, "devices.0.client.counters.resets.disconnect_reset"),
+	is(h_jgeti(j, "devices.0.client.counters.resets.device_reset") +
+	       h_jgeti(j, "devices.0.client.counters.resets.flr") +
+	       h_jgeti(j, "devices.0.client.counters.resets.disconnect_keep") +
+	       h_jgeti(j, "devices.0.client.counters.resets.disconnect_reset"),
 	   0, "B's share of resets: none (the totals keep A's)");
-	is(geti(j, "devices.0.clients_served"), 2, "clients served: 2");
-	ok(geti(j, "devices.0.client.pid") == getpid(), "the current client is ours (SO_PEERCRED)");
+	is(h_jgeti(j, "devices.0.clients_served"), 2, "clients served: 2");
+	ok(h_jgeti(j, "devices.0.client.pid") == getpid(),
+	   "the current client is ours (SO_PEERCRED)");
 	json_object_put(j);
 
 	/* the CLI, with B attached */
 	snprintf(args, sizeof(args), "stats %s --prometheus", h.sock);
-	rc = run_cli(h.cli, args, out, sizeof(out));
+	rc = h_run_cli(h.cli, args, out, sizeof(out));
 	is(rc, 0, "vcxl stats --prometheus: exit 0");
 	int bad, samples;
 	check_prometheus(out, &bad, &samples);
@@ -379,18 +339,18 @@ int main(int argc, char **argv)
 	   "vcxl_client_requests_total: B's share");
 	ok(prom_sample(out, "vcxl_handovers_total{device=\"0\"}") == 1, "vcxl_handovers_total 1");
 	snprintf(args, sizeof(args), "stats %s --json", h.sock);
-	rc = run_cli(h.cli, args, out, sizeof(out));
+	rc = h_run_cli(h.cli, args, out, sizeof(out));
 	j = json_tokener_parse(out);
-	ok(rc == 0 && geti(j, "devices.0.total.resets.flr") == 1,
+	ok(rc == 0 && h_jgeti(j, "devices.0.total.resets.flr") == 1,
 	   "vcxl stats --json: exit 0, the query-stats object");
 	json_object_put(j);
 	snprintf(args, sizeof(args), "stats %s", h.sock);
-	rc = run_cli(h.cli, args, out, sizeof(out));
+	rc = h_run_cli(h.cli, args, out, sizeof(out));
 	ok(rc == 0 && strstr(out, "Clients served: 2, hand-overs 1") &&
 	       strstr(out, "This client:    pid"),
 	   "vcxl stats: the text names the totals and this client");
 	snprintf(args, sizeof(args), "stats %s --json --prometheus", h.sock);
-	ok(run_cli(h.cli, args, out, sizeof(out)) == 1 && strstr(out, "not both"),
+	ok(h_run_cli(h.cli, args, out, sizeof(out)) == 1 && strstr(out, "not both"),
 	   "--json and --prometheus together: refused");
 	vcxl_client_close(b);
 
