@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "common/migstream.h"
 
@@ -30,32 +31,16 @@
 #define H_RESERVED (H_BARS + 8 * VCXL_MIG_NUM_BARS)
 _Static_assert(H_RESERVED <= VCXL_MIG_HDR_LEN, "header fits");
 /* Section head field offsets */
-#define S_TYPE	   0
-#define S_FLAGS	   4
-#define S_LEN	   8
-#define S_CRC	   16
-#define S_RSVD	   20
-#define CRC32_POLY 0xedb88320u /* IEEE 802.3, reflected */
+#define S_TYPE	0
+#define S_FLAGS 4
+#define S_LEN	8
+#define S_CRC	16
+#define S_RSVD	20
 
+/* CRC-32 (IEEE 802.3, reflected; zlib's, which has the fast implementation) */
 uint32_t vcxl_crc32(uint32_t crc, const void *p, size_t n)
 {
-	static uint32_t table[256];
-	static int ready;
-	const uint8_t *b = p;
-
-	if (!ready) {
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-			for (int k = 0; k < 8; k++)
-				c = (c & 1) ? CRC32_POLY ^ (c >> 1) : c >> 1;
-			table[i] = c;
-		}
-		ready = 1;
-	}
-	crc = ~crc;
-	for (size_t i = 0; i < n; i++)
-		crc = table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
-	return ~crc;
+	return (uint32_t)crc32_z(crc, p, n);
 }
 
 static void wr16(uint8_t *p, uint16_t v)
@@ -93,6 +78,20 @@ static uint64_t rd64(const uint8_t *p)
 }
 
 /* ---- writer ---- */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
 
 static size_t buf_max(const struct vcxl_mig_buf *b)
 {
@@ -195,10 +194,139 @@ int vcxl_mig_sec_begin(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags)
 	return b->err;
 }
 
+/* ---- zero-run coding (VCXL_MIG_SEC_ZERO_RUNS) ---- */
+
+/* Zero runs shorter than this stay in a literal (a record costs 8 bytes) */
+#define ZR_MIN_RUN 16u
+
+static bool zr_word_zero(const uint8_t *p, size_t i, size_t n)
+{
+	uint64_t w;
+
+	if (n - i < 8)
+		return false;
+	memcpy(&w, p + i, 8);
+	return !w;
+}
+
+/* Bytes of zero from i (whole words, then bytes at the end) */
+static size_t zr_zeros(const uint8_t *p, size_t i, size_t n)
+{
+	size_t j = i;
+
+	while (zr_word_zero(p, j, n))
+		j += 8;
+	while (j < n && !p[j])
+		j++;
+	return j - i;
+}
+
+/* Code raw[0, n) into out (room for n bytes); its coded length, or 0 when
+ * that saves less than a quarter (the section then stays as it is). */
+static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
+{
+	size_t i = 0, o = VCXL_MIG_ZR_HDR_LEN, limit = n - n / 4;
+
+	if (n > VCXL_MIG_ZR_MAX || n < 2 * ZR_MIN_RUN)
+		return 0;
+	wr64(out, n);
+	while (i < n) {
+		size_t z = zr_zeros(raw, i, n), lit = i + z, end;
+
+		/* the literal runs to the next zero run worth a record, or the end */
+		for (end = lit; end < n;) {
+			size_t r = zr_zeros(raw, end, n);
+			if (r >= ZR_MIN_RUN || end + r == n)
+				break;
+			end += r ? r : 1;
+		}
+		if (o + VCXL_MIG_ZR_REC_LEN + (end - lit) > limit)
+			return 0;
+		wr32(out + o, (uint32_t)z);
+		wr32(out + o + 4, (uint32_t)(end - lit));
+		memcpy(out + o + VCXL_MIG_ZR_REC_LEN, raw + lit, end - lit);
+		o += VCXL_MIG_ZR_REC_LEN + (end - lit);
+		i = end;
+	}
+	return o;
+}
+
+/* Replace the open section's payload by its coding when that pays. */
+static void zr_section(struct vcxl_mig_buf *b)
+{
+	uint8_t *h = b->data + b->sec_at, *raw = h + VCXL_MIG_SEC_HDR_LEN;
+	size_t plen = b->len - b->sec_at - VCXL_MIG_SEC_HDR_LEN, clen;
+	uint8_t *tmp;
+
+	if (plen > VCXL_MIG_ZR_MAX || plen < 2 * ZR_MIN_RUN || !(tmp = malloc(plen)))
+		return;
+	clen = zr_code(raw, plen, tmp);
+	if (clen) {
+		memcpy(raw, tmp, clen);
+		b->len = b->sec_at + VCXL_MIG_SEC_HDR_LEN + clen;
+		wr32(h + S_FLAGS, rd32(h + S_FLAGS) | VCXL_MIG_SEC_ZERO_RUNS);
+	}
+	free(tmp);
+}
+
+/* Decode a coded payload into a new buffer of its decoded length: 0, or
+ * -EINVAL with err (hostile input: every count checked against both ends). */
+struct zr_buf {
+	struct zr_buf *next;
+	uint8_t data[];
+};
+
+static int zr_decode(const uint8_t *p, uint64_t len, struct zr_buf **out, uint64_t *olen, char *err,
+		     size_t errlen, const char *name)
+{
+	uint64_t n, i = VCXL_MIG_ZR_HDR_LEN, o = 0;
+	struct zr_buf *b;
+	uint8_t *d;
+
+	if (len < VCXL_MIG_ZR_HDR_LEN)
+		return fail(err, errlen, "section %s: zero-run coding without its length", name);
+	n = rd64(p);
+	if (n > VCXL_MIG_ZR_MAX)
+		return fail(err, errlen, "section %s: decodes to %llu bytes, more than %llu", name,
+			    (unsigned long long)n, (unsigned long long)VCXL_MIG_ZR_MAX);
+	b = calloc(1, sizeof(*b) + n);
+	if (!b)
+		return -ENOMEM;
+	d = b->data;
+	while (i < len) {
+		uint32_t z, lit;
+
+		if (len - i < VCXL_MIG_ZR_REC_LEN)
+			goto bad;
+		z = rd32(p + i);
+		lit = rd32(p + i + 4);
+		i += VCXL_MIG_ZR_REC_LEN;
+		if (z > n - o || lit > n - o - z || lit > len - i)
+			goto bad;
+		o += z;
+		memcpy(d + o, p + i, lit);
+		o += lit;
+		i += lit;
+	}
+	if (o != n)
+		goto bad;
+	*out = b;
+	*olen = n;
+	return 0;
+bad:
+	free(b);
+	return fail(err, errlen, "section %s: zero-run coding corrupt at byte %llu", name,
+		    (unsigned long long)i);
+}
+
 int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
 {
-	size_t plen = b->len - b->sec_at - VCXL_MIG_SEC_HDR_LEN;
-	size_t pad = (VCXL_MIG_ALIGN - plen % VCXL_MIG_ALIGN) % VCXL_MIG_ALIGN;
+	size_t plen, pad;
+
+	if (!b->err && !b->count_only)
+		zr_section(b);
+	plen = b->len - b->sec_at - VCXL_MIG_SEC_HDR_LEN;
+	pad = (VCXL_MIG_ALIGN - plen % VCXL_MIG_ALIGN) % VCXL_MIG_ALIGN;
 
 	vcxl_mig_reserve(b, pad);
 	if (b->err)
@@ -239,20 +367,6 @@ void vcxl_mig_buf_free(struct vcxl_mig_buf *b)
 }
 
 /* ---- reader ---- */
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vcxl_mig_hdr *h,
 		  char *err, size_t errlen)
@@ -344,6 +458,8 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 			return fail(err, errlen, "section %s: padding not zero",
 				    vcxl_mig_sec_name(*type));
 	if (*type == VCXL_MIG_SEC_END) {
+		if (*flags & VCXL_MIG_SEC_ZERO_RUNS)
+			return fail(err, errlen, "END section zero-run coded");
 		if (plen != VCXL_MIG_END_LEN)
 			return fail(err, errlen, "END section of %llu bytes",
 				    (unsigned long long)plen);
@@ -357,10 +473,32 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 		it->ended = true;
 		return 0;
 	}
+	if (*flags & VCXL_MIG_SEC_ZERO_RUNS) {
+		struct zr_buf *d = NULL;
+		int rc = zr_decode(*p, plen, &d, len, err, errlen, vcxl_mig_sec_name(*type));
+
+		if (rc)
+			return rc;
+		d->next = it->decoded;
+		it->decoded = d;
+		*p = d->data;
+	}
 	it->off += VCXL_MIG_SEC_HDR_LEN + padded;
 	it->last_type = *type;
 	it->nsec++;
 	return 1;
+}
+
+void vcxl_mig_close(struct vcxl_mig_iter *it)
+{
+	struct zr_buf *d = it->decoded;
+
+	while (d) {
+		struct zr_buf *next = d->next;
+		free(d);
+		d = next;
+	}
+	it->decoded = NULL;
 }
 
 const uint8_t *vcxl_mig_get(struct vcxl_mig_rd *r, size_t n)

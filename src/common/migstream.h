@@ -7,9 +7,10 @@
  * before it and the number of sections. All integers little-endian; every
  * section payload starts 8-byte aligned.
  *
- * The writer builds a stream in memory (or only counts its bytes, for the
- * exact stop-copy size); the reader checks the framing of a stream someone
- * else wrote, which is hostile input: every length is checked before use.
+ * The writer builds a stream in memory (or only counts its bytes uncoded: a
+ * bound of the stop-copy size); the reader checks the framing of a stream
+ * someone else wrote, which is hostile input: every length is checked before
+ * use.
  */
 #ifndef VCXL_MIGSTREAM_H
 #define VCXL_MIGSTREAM_H
@@ -20,7 +21,7 @@
 
 #define VCXL_MIG_MAGIC	       0x0a47494d4c584356ull /* "VCXLMIG\n" */
 #define VCXL_MIG_VERSION_MAJOR 1		     /* a reader refuses another major */
-#define VCXL_MIG_VERSION_MINOR 0		     /* a newer minor only adds optional sections */
+#define VCXL_MIG_VERSION_MINOR 1		     /* 1: zero-run coded sections */
 #define VCXL_MIG_ALIGN	       8u
 #define VCXL_MIG_PAGE	       4096u /* device memory pages in the stream */
 
@@ -59,7 +60,17 @@ struct vcxl_mig_hdr {
 /* Section head: {u32 type, u32 flags, u64 len, u32 crc, u32 reserved} */
 #define VCXL_MIG_SEC_HDR_LEN  24u
 #define VCXL_MIG_SEC_OPTIONAL (1u << 0) /* a reader that does not know it skips it */
-#define VCXL_MIG_SEC_FLAGS    VCXL_MIG_SEC_OPTIONAL
+/* The payload is zero-run coded (minor 1): u64 decoded length, then records
+ * {u32 zero bytes, u32 literal bytes, the literal bytes} until the decoded
+ * length; the CRC covers the coded payload. The reader hands out the decoded
+ * bytes. The writer codes a section when that saves a quarter of it. */
+#define VCXL_MIG_SEC_ZERO_RUNS (1u << 1)
+#define VCXL_MIG_SEC_FLAGS     (VCXL_MIG_SEC_OPTIONAL | VCXL_MIG_SEC_ZERO_RUNS)
+#define VCXL_MIG_ZR_HDR_LEN    8u /* the decoded length */
+#define VCXL_MIG_ZR_REC_LEN    8u /* a record's two counts */
+/* A coded section decodes to at most this (a stream's own state; DEVMEM
+ * payloads beyond it are never coded) */
+#define VCXL_MIG_ZR_MAX VCXL_MIG_STATE_MAX
 
 enum vcxl_mig_sec_type {
 	/* the vfio-cxl core (src/vfio-cxl/vmig.c) */
@@ -86,7 +97,7 @@ enum vcxl_mig_sec_type {
 struct vcxl_mig_buf {
 	uint8_t *data; /* NULL while counting */
 	size_t len, cap;
-	bool count_only; /* only len moves: the exact size of the stream */
+	bool count_only; /* only len moves: the stream's size uncoded (a bound) */
 	size_t max;	 /* refuse to grow beyond (0: VCXL_MIG_STATE_MAX + VCXL_MIG_DEVMEM_MAX) */
 	int err;	 /* first error (sticky): -ENOMEM, -EFBIG */
 	size_t sec_at;	 /* head of the open section */
@@ -113,6 +124,7 @@ struct vcxl_mig_iter {
 	uint32_t last_type;
 	uint32_t nsec;
 	bool ended;
+	void *decoded; /* decoded payloads handed out, freed by vcxl_mig_close */
 };
 /* Check the header (magic, version, length, CRC): 0, or -EINVAL with err. */
 int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vcxl_mig_hdr *h,
@@ -122,6 +134,8 @@ int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vc
  * order, duplicated, bad CRC, unknown flags). */
 int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, const uint8_t **p,
 		  uint64_t *len, char *err, size_t errlen);
+/* Free what the iterator decoded: the payloads it handed out die here. */
+void vcxl_mig_close(struct vcxl_mig_iter *it);
 
 /* Bounded reads from one section's payload. */
 struct vcxl_mig_rd {

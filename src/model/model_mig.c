@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "accel.h"
@@ -44,7 +45,8 @@ struct model_mig_stage {
 	struct model_job job;
 	uint64_t jobs_done;
 	bool latched;
-	uint8_t *bar0; /* VCXL_MODEL_BAR0_SIZE, component block part unused */
+	uint8_t bar0_map[BAR0_MAP_BYTES]; /* a bit per BAR0 page the stream carries */
+	uint8_t *bar0;			  /* those pages, in page order */
 	uint8_t int_policy[CXL_INT_POLICY_SIZE];
 	bool ts_valid, bg_running, scan_valid;
 	uint64_t ts_now;
@@ -145,6 +147,10 @@ int model_mig_dirty_get(void *dev, uint64_t dpa, uint64_t len, uint64_t *bitmap)
 	memset(bitmap, 0, (n + 63) / 64 * sizeof(uint64_t));
 	for (uint64_t i = 0; m->dirty && i < n; i++) {
 		uint64_t p = dpa / VCXL_MIG_PAGE + i;
+		if (p % 64 == 0 && n - i >= 64 && !m->dirty[p / 64]) {
+			i += 63; /* a word of clean pages */
+			continue;
+		}
 		if (m->dirty[p / 64] & (1ull << (p % 64)))
 			bitmap[i / 64] |= 1ull << (i % 64);
 	}
@@ -186,17 +192,55 @@ static void save_job(struct vcxl_model *m, struct vcxl_mig_buf *b)
 	vcxl_mig_sec_end(b);
 }
 
+/* A page of BAR0's RAM all zero (a client maps BAR0: read under the guard;
+ * a page that cannot be read counts as not zero) */
+static bool bar0_page_zero(const struct vcxl_model *m, uint64_t pg)
+{
+	uint64_t w[VCXL_MIG_PAGE / 8], acc = 0;
+
+	if (vcxl_guarded_memcpy(w, m->bar0 + pg * VCXL_MIG_PAGE, VCXL_MIG_PAGE))
+		return false;
+	for (unsigned i = 0; i < VCXL_MIG_PAGE / 8; i++)
+		acc |= w[i];
+	return !acc;
+}
+
+/* The BAR0 pages that may hold data: a bit per page. The memfd's holes
+ * (pages nothing ever wrote) read as zero, so only the rest needs reading;
+ * without SEEK_DATA every page may. */
+static void bar0_data_map(const struct vcxl_model *m, uint8_t *map)
+{
+	off_t at = 0, end = VCXL_MODEL_BAR0_SIZE;
+
+	memset(map, 0, BAR0_MAP_BYTES);
+	while (at < end) {
+		off_t data = lseek(m->bar0_fd, at, SEEK_DATA), hole;
+
+		if (data < 0 && errno == ENXIO)
+			return; /* holes to the end */
+		hole = data < 0 ? -1 : lseek(m->bar0_fd, data, SEEK_HOLE);
+		if (data < 0 || hole < 0) {
+			memset(map, 0xff, BAR0_MAP_BYTES);
+			return;
+		}
+		for (off_t o = data & ~(off_t)(VCXL_MIG_PAGE - 1); o < hole && o < end;
+		     o += VCXL_MIG_PAGE)
+			map[o / VCXL_MIG_PAGE / 8] |= (uint8_t)(1u << (o / VCXL_MIG_PAGE % 8));
+		at = hole;
+	}
+}
+
 /* {u64 BAR size, u64 component block offset, a bit per page (set: the page
  * follows), the pages} */
 static void save_bar0(struct vcxl_model *m, struct vcxl_mig_buf *b)
 {
-	uint8_t map[BAR0_MAP_BYTES] = {0};
-	static const uint8_t zero[VCXL_MIG_PAGE];
+	uint8_t map[BAR0_MAP_BYTES];
 
+	bar0_data_map(m, map);
 	for (uint64_t pg = 0; pg < BAR0_PAGES; pg++)
-		if (!bar0_page_is_comp(m, pg) &&
-		    memcmp(m->bar0 + pg * VCXL_MIG_PAGE, zero, VCXL_MIG_PAGE))
-			map[pg / 8] |= (uint8_t)(1u << (pg % 8));
+		if ((map[pg / 8] & (1u << (pg % 8))) &&
+		    (bar0_page_is_comp(m, pg) || bar0_page_zero(m, pg)))
+			map[pg / 8] &= (uint8_t) ~(1u << (pg % 8));
 	vcxl_mig_sec_begin(b, VCXL_MIG_SEC_MODEL_BAR0, 0);
 	vcxl_mig_put_u64(b, VCXL_MODEL_BAR0_SIZE);
 	vcxl_mig_put_u64(b, m->comp_off);
@@ -355,7 +399,7 @@ static int stage_bar0(struct vcxl_model *m, struct model_mig_stage *s, const uin
 {
 	struct vcxl_mig_rd r;
 	const uint8_t *map;
-	uint64_t size, comp;
+	uint64_t size, comp, n;
 
 	vcxl_mig_rd_init(&r, p, len);
 	size = vcxl_mig_get_u64(&r);
@@ -369,9 +413,14 @@ static int stage_bar0(struct vcxl_model *m, struct model_mig_stage *s, const uin
 			    "this device: 0x%x at 0x%llx",
 			    (unsigned long long)size, (unsigned long long)comp,
 			    VCXL_MODEL_BAR0_SIZE, (unsigned long long)m->comp_off);
-	s->bar0 = calloc(1, VCXL_MODEL_BAR0_SIZE);
+	n = 0;
+	for (uint64_t pg = 0; pg < BAR0_PAGES; pg++)
+		n += (map[pg / 8] >> (pg % 8)) & 1;
+	s->bar0 = malloc(n ? n * VCXL_MIG_PAGE : 1);
 	if (!s->bar0)
 		return -ENOMEM;
+	memcpy(s->bar0_map, map, BAR0_MAP_BYTES);
+	n = 0;
 	for (uint64_t pg = 0; pg < BAR0_PAGES; pg++) {
 		const uint8_t *d;
 		if (!(map[pg / 8] & (1u << (pg % 8))))
@@ -381,7 +430,7 @@ static int stage_bar0(struct vcxl_model *m, struct model_mig_stage *s, const uin
 		if (!(d = vcxl_mig_get(&r, VCXL_MIG_PAGE)))
 			return fail(err, errlen, "MODEL_BAR0 truncated at page %llu",
 				    (unsigned long long)pg);
-		memcpy(s->bar0 + pg * VCXL_MIG_PAGE, d, VCXL_MIG_PAGE);
+		memcpy(s->bar0 + n++ * VCXL_MIG_PAGE, d, VCXL_MIG_PAGE);
 	}
 	if (!vcxl_mig_rd_done(&r))
 		return fail(err, errlen, "MODEL_BAR0: %zu bytes after its pages", r.len - r.off);
@@ -467,6 +516,27 @@ int model_mig_stage(void *dev, uint32_t type, const uint8_t *p, uint64_t len, ch
 	return 0;
 }
 
+/* BAR0's RAM as the stream has it: its pages, zero elsewhere (a page already
+ * zero is not written: most of the 4 MiB is) */
+static void commit_bar0(struct vcxl_model *m, const struct model_mig_stage *s)
+{
+	static const uint8_t zero[VCXL_MIG_PAGE];
+	uint8_t data[BAR0_MAP_BYTES];
+	uint64_t n = 0;
+
+	bar0_data_map(m, data);
+	for (uint64_t pg = 0; pg < BAR0_PAGES; pg++) {
+		uint8_t *d = m->bar0 + pg * VCXL_MIG_PAGE;
+
+		if (bar0_page_is_comp(m, pg))
+			continue;
+		if (s->bar0_map[pg / 8] & (1u << (pg % 8)))
+			vcxl_guarded_memcpy(d, s->bar0 + n++ * VCXL_MIG_PAGE, VCXL_MIG_PAGE);
+		else if ((data[pg / 8] & (1u << (pg % 8))) && !bar0_page_zero(m, pg))
+			vcxl_guarded_memcpy(d, zero, VCXL_MIG_PAGE);
+	}
+}
+
 static uint32_t le32_at(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -497,10 +567,7 @@ int model_mig_commit(void *dev, char *err, size_t errlen)
 	m->jobs_done = s->jobs_done;
 	if (s->latched)
 		m->active_latched = true;
-	for (uint64_t pg = 0; pg < BAR0_PAGES; pg++)
-		if (!bar0_page_is_comp(m, pg))
-			vcxl_guarded_memcpy(m->bar0 + pg * VCXL_MIG_PAGE,
-					    s->bar0 + pg * VCXL_MIG_PAGE, VCXL_MIG_PAGE);
+	commit_bar0(m, s);
 	if (model_is_type3(m)) {
 		struct vcxl_memdev *d = &m->memdev;
 		struct timespec now;

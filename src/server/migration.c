@@ -3,7 +3,7 @@
  * vfio-user migration v2 (QEMU docs/interop/vfio-user.rst "VFIO_USER_DEVICE_FEATURE",
  * "VFIO_USER_MIG_DATA_READ", "VFIO_USER_MIG_DATA_WRITE"; docs/migration.md):
  *   DEVICE_FEATURE   MIGRATION (STOP_COPY), MIG_DEVICE_STATE (the state
- *                    machine), MIG_DATA_SIZE (the exact stop-copy size),
+ *                    machine), MIG_DATA_SIZE (a bound, exact in STOP_COPY),
  *                    DMA_LOGGING_START/STOP/REPORT (ranges inline, bitmap in
  *                    the reply)
  *   MIG_DATA_READ    the saved stream, in the client's chunks; a short read ends it

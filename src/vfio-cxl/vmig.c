@@ -39,6 +39,7 @@ struct vmig_stage {
 	uint64_t devmem_pages;
 	struct vcxl_rf_range *vcfg_take;
 	unsigned vcfg_ntake;
+	struct vcxl_mig_iter it; /* owns the decoded payloads staged above */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -192,8 +193,8 @@ static void save_devmem(struct vcxl_vdev *v, struct vcxl_mig_buf *b)
 		b->err = b->err ? b->err : rc;
 		return;
 	}
-	for (uint64_t i = 0; map && i < n; i++)
-		count += !!(map[i / 64] & (1ull << (i % 64)));
+	for (uint64_t w = 0; map && w < (n + 63) / 64; w++)
+		count += (uint64_t)__builtin_popcountll(map[w]);
 	if (count * VCXL_MIG_PAGE > VCXL_MIG_DEVMEM_MAX) {
 		b->err = b->err ? b->err : -EFBIG;
 		free(map);
@@ -203,10 +204,16 @@ static void save_devmem(struct vcxl_vdev *v, struct vcxl_mig_buf *b)
 	vcxl_mig_put_u64(b, VCXL_MIG_PAGE);
 	vcxl_mig_put_u64(b, count);
 	for (uint64_t i = 0; map && i < n; i++)
-		if (map[i / 64] & (1ull << (i % 64)))
+		if (!map[i / 64])
+			i |= 63; /* a word of clean pages */
+		else if (map[i / 64] & (1ull << (i % 64)))
 			vcxl_mig_put_u64(b, i);
 	for (uint64_t i = 0; map && i < n; i++) {
 		uint8_t *d;
+		if (!map[i / 64]) {
+			i |= 63;
+			continue;
+		}
 		if (!(map[i / 64] & (1ull << (i % 64))))
 			continue;
 		d = vcxl_mig_reserve(b, VCXL_MIG_PAGE);
@@ -559,7 +566,7 @@ static int vmig_parse(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 		      char *err, size_t errlen)
 {
 	const struct vcxl_backend_ops *o = v->be->ops;
-	struct vcxl_mig_iter it;
+	struct vcxl_mig_iter *it = &s->it;
 	struct vcxl_mig_hdr h;
 	unsigned need = 1u << VCXL_MIG_SEC_VCFG | 1u << VCXL_MIG_SEC_VCOMP |
 			1u << VCXL_MIG_SEC_VMBOX | 1u << VCXL_MIG_SEC_HOST |
@@ -569,11 +576,11 @@ static int vmig_parse(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 	uint64_t plen;
 	int rc;
 
-	if ((rc = vcxl_mig_open(&it, st, len, &h, err, errlen)))
+	if ((rc = vcxl_mig_open(it, st, len, &h, err, errlen)))
 		return rc;
 	if ((rc = geom_check(v, &h.geom, err, errlen)))
 		return rc;
-	while ((rc = vcxl_mig_next(&it, &type, &flags, &p, &plen, err, errlen)) > 0) {
+	while ((rc = vcxl_mig_next(it, &type, &flags, &p, &plen, err, errlen)) > 0) {
 		switch (type) {
 		case VCXL_MIG_SEC_VCFG:
 			rc = stage_vcfg(v, s, p, plen, err, errlen);
@@ -639,6 +646,7 @@ int vmig_load(void *dev, const uint8_t *st, size_t len, char *err, size_t errlen
 		/* nothing of the stream stays: the device as after DEVICE_RESET */
 		vdev_reset_apply(v, VDEV_RESET_VFIO);
 	}
+	vcxl_mig_close(&s->it);
 	free(s->vcfg_take);
 	free(s);
 	return rc;

@@ -125,7 +125,7 @@ ird_init_lib "$O"
 build_static() { # NAME SOURCE
 	${CC:-cc} -static -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
 		-I"$SRC/include" -I"$SRC/src" -o "$O/bin/$1" "$2" "$BUILD/libvcxl.a" \
-		-ljson-c -lpthread -lm > "$LOG/build-$1.log" 2>&1 && return 0
+		-ljson-c -lz -lpthread -lm > "$LOG/build-$1.log" 2>&1 && return 0
 	sed 's/^/# /' "$LOG/build-$1.log"
 	echo "Bail out! building a static $1 failed"
 	exit 1
