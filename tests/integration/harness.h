@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -237,10 +238,15 @@ static inline int h_launch(struct harness *h, const char *const *argv, void (*ch
 	if (h->pid == 0) {
 		int fd = open(h->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+		/* stdout and stderr to the log: a server never holds the test's stdout
+		 * (meson's pipe), so a test that dies is reported at once, not at its
+		 * timeout; and it dies with the test (cleared by a --user drop) */
 		if (fd >= 0) {
+			dup2(fd, 1);
 			dup2(fd, 2);
 			close(fd);
 		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setenv("NOTIFY_SOCKET", h->notify, 1);
 		if (child_setup)
 			child_setup();

@@ -155,6 +155,62 @@ static void test_full_queue(const char *bin)
 	h_cleanup(&h);
 }
 
+/* A test that dies with a server running (an abort, a sanitizer's exit)
+ * must not keep meson waiting: the server holds no copy of the test's stdout
+ * and dies with it. Here a child plays the test, its stdout a pipe as
+ * meson's, and dies without stopping its server. */
+static void test_dying_test(const char *bin)
+{
+	int pfd[2], status = 0;
+	pid_t t, server = 0;
+	char buf[256], *dir = NULL, cmd[300];
+	ssize_t n;
+	struct pollfd p;
+
+	if (!ok(pipe(pfd) == 0, "a pipe as meson's"))
+		return;
+	t = fork();
+	if (t == 0) {
+		struct harness h = {0};
+
+		close(pfd[0]);
+		dup2(pfd[1], 1);
+		close(pfd[1]);
+		if (h_start(&h, bin, -1, NULL))
+			_exit(2);
+		printf("%d %s\n", (int)h.pid, h.dir);
+		fflush(stdout);
+		abort(); /* what a failed assertion under UBSan does */
+	}
+	close(pfd[1]);
+	n = read(pfd[0], buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		server = (pid_t)atoi(buf);
+		dir = strchr(buf, ' ');
+	}
+	ok(server > 0, "the dying test started a server (pid %d)", (int)server);
+	waitpid(t, &status, 0);
+	ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "the test died (SIGABRT)");
+	p.fd = pfd[0];
+	p.events = POLLIN;
+	/* EOF on its stdout: nobody holds it */
+	ok(poll(&p, 1, 5000) == 1 && read(pfd[0], buf, sizeof(buf)) == 0,
+	   "its stdout ends at once: no server holds it");
+	close(pfd[0]);
+	for (int i = 0; i < 100 && server > 0 && kill(server, 0) == 0; i++)
+		usleep(20000);
+	ok(server > 0 && kill(server, 0) < 0 && errno == ESRCH, "and its server died with it");
+	if (server > 0 && kill(server, 0) == 0)
+		kill(server, SIGKILL);
+	if (dir && !strncmp(dir + 1, "/tmp/vcxl-it-", 13)) {
+		dir[strcspn(dir, "\n")] = 0;
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir + 1);
+		if (system(cmd) != 0)
+			diag("%s failed", cmd);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
@@ -163,5 +219,6 @@ int main(int argc, char **argv)
 	test_unreachable(bin, "/nonexistent/vcxl-notify.sock", "No such file or directory");
 	test_unreachable(bin, "vsock:2:1234", "Address family not supported by protocol");
 	test_full_queue(bin);
+	test_dying_test(bin);
 	return tap_done();
 }
