@@ -36,6 +36,11 @@
  *             with {"error": {"class": "PermissionDenied"}} in every
  *             configuration, whatever the socket's mode.
  *
+ * A client may send requests before it reads the replies (a pipeline of
+ * read-memory): the part of a reply the socket does not take waits, and
+ * nothing more of that client is read or served until it is sent (EPOLLOUT);
+ * one that never reads is closed by the idle timeout.
+ *
  * No control client holds the loop: one loop turn serves a client's lines for
  * at most VCXL_CONTROL_TURN_US (at least one line); the rest stay in its
  * buffer, nothing more is read from it, and the next turn (a kick on an
@@ -73,6 +78,8 @@ struct ctl_client {
 	bool held;	 /* its next request waits for a busy device (not watched) */
 	bool admin;	 /* the peer may run every command (ctl_peer_is_admin) */
 	bool backlog;	 /* complete lines wait for the next turn (not watched) */
+	char *out;	 /* the part of a reply the socket did not take, watched for */
+	size_t out_len;	 /* EPOLLOUT; nothing more is read or served until it is sent */
 	int64_t last_ms; /* its last request or bytes: idle since */
 	struct vcxl_control *c;
 };
@@ -587,31 +594,55 @@ static void client_close(struct ctl_client *k)
 			c->clients[i] = NULL;
 	vcxl_loop_unwatch(c->loop, k->fd);
 	close(k->fd);
+	free(k->out);
 	free(k);
 }
 
-/* Replies are small; a client that does not read them is dropped. */
-static int client_send(struct ctl_client *k, struct json_object *r)
+/* Send what the socket takes now of p[*off, n): 0 (all sent), 1 (the rest
+ * waits for EPOLLOUT), -EIO. */
+static int client_push(struct ctl_client *k, const char *p, size_t n, size_t *off)
 {
-	size_t len;
-	const char *s = json_object_to_json_string_length(r, JSON_C_TO_STRING_PLAIN, &len);
-	int rc = 0;
-
-	for (size_t off = 0; off <= len && !rc;) {
-		const char *p = off < len ? s + off : "\n";
-		size_t n = off < len ? len - off : 1;
-		ssize_t w = send(k->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (*off < n) {
+		ssize_t w = send(k->fd, p + *off, n - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 1;
 		if (w <= 0)
-			rc = -EIO;
-		else if (off < len)
-			off += (size_t)w;
-		else
-			off = len + 1;
+			return -EIO;
+		*off += (size_t)w;
+	}
+	return 0;
+}
+
+/* One reply line. A client that sends requests faster than it reads the
+ * replies (a pipeline of read-memory) is not dropped: the part the socket
+ * did not take waits in k->out, and nothing more of the client is read or
+ * served until it is sent (client_out_event); a client that never reads is
+ * closed by the idle timeout. 0, or -EIO: close it. */
+static int client_send(struct ctl_client *k, struct json_object *r)
+{
+	size_t len, off = 0;
+	const char *s = json_object_to_json_string_length(r, JSON_C_TO_STRING_PLAIN, &len);
+	char *line = malloc(len + 1);
+	int rc;
+
+	if (line) {
+		memcpy(line, s, len);
+		line[len] = '\n';
 	}
 	json_object_put(r);
+	if (!line)
+		return -EIO;
+	rc = client_push(k, line, len + 1, &off);
+	if (rc == 1) {
+		memmove(line, line + off, len + 1 - off);
+		k->out = line;
+		k->out_len = len + 1 - off;
+		return 0;
+	}
+	free(line);
 	return rc;
 }
 
@@ -653,9 +684,24 @@ static void client_hold(struct ctl_client *k)
 	timer_arm(k->c, true);
 }
 
+static void client_out_event(void *opaque, uint32_t ev);
+static void client_event(void *opaque, uint32_t ev);
+
+/* A reply waits in k->out: watch for room to send it, nothing else. */
+static int client_wait_out(struct ctl_client *k)
+{
+	vcxl_loop_unwatch(k->c->loop, k->fd);
+	if (vcxl_loop_watch(k->c->loop, k->fd, EPOLLOUT, client_out_event, k)) {
+		client_close(k);
+		return -1;
+	}
+	return 3;
+}
+
 /* Serve the complete lines received, in order, until end_us (at least one):
  * 0 when none is left, 1 when one waits (client_hold), 2 when lines are left
- * for the next turn, -1 when the client was closed. */
+ * for the next turn, 3 when a reply waits to be sent (client_wait_out), -1
+ * when the client was closed. */
 static int client_lines(struct ctl_client *k, int64_t end_us)
 {
 	for (unsigned served = 0;; served++) {
@@ -673,7 +719,7 @@ static int client_lines(struct ctl_client *k, int64_t end_us)
 			}
 			k->skipping = true;
 			k->len = 0;
-			return 0;
+			return k->out ? client_wait_out(k) : 0;
 		}
 		if (served && mono_us() >= end_us)
 			return 2;
@@ -696,7 +742,43 @@ static int client_lines(struct ctl_client *k, int64_t end_us)
 		}
 		memmove(k->buf, nl + 1, k->len - line - 1);
 		k->len -= line + 1;
+		if (k->out)
+			return client_wait_out(k);
 	}
+}
+
+/* Where a client goes after client_lines (not watched for EPOLLIN then). */
+static void client_after_lines(struct ctl_client *k, int rc)
+{
+	if (rc == 2)
+		client_yield(k);
+	else if (rc == 0 && vcxl_loop_watch(k->c->loop, k->fd, EPOLLIN, client_event, k))
+		client_close(k);
+}
+
+/* Room on the socket of a client whose reply waits: send it, then serve the
+ * lines it sent meanwhile and read it again. */
+static void client_out_event(void *opaque, uint32_t ev)
+{
+	struct ctl_client *k = opaque;
+	size_t off = 0;
+	int rc = client_push(k, k->out, k->out_len, &off);
+
+	if (rc < 0) {
+		client_close(k);
+		return;
+	}
+	k->last_ms = mono_ms();
+	memmove(k->out, k->out + off, k->out_len - off);
+	k->out_len -= off;
+	if (rc == 1)
+		return;
+	free(k->out);
+	k->out = NULL;
+	vcxl_loop_unwatch(k->c->loop, k->fd);
+	rc = client_lines(k, mono_us() + VCXL_CONTROL_TURN_US);
+	if (rc >= 0)
+		client_after_lines(k, rc);
 }
 
 static void client_event(void *opaque, uint32_t ev)
@@ -746,8 +828,8 @@ static void kick_event(void *opaque, uint32_t ev)
 		if (rc == 2) {
 			k->backlog = true;
 			again = true;
-		} else if (rc == 0 && vcxl_loop_watch(c->loop, k->fd, EPOLLIN, client_event, k)) {
-			client_close(k);
+		} else if (rc == 0) {
+			client_after_lines(k, rc);
 		}
 	}
 	if (n == VCXL_CONTROL_CLIENTS)
@@ -775,10 +857,8 @@ static void timer_event(void *opaque, uint32_t ev)
 		int rc = client_lines(k, mono_us() + VCXL_CONTROL_TURN_US);
 		if (rc == 1)
 			held = true;
-		else if (rc == 2)
-			client_yield(k);
-		else if (rc == 0 && vcxl_loop_watch(c->loop, k->fd, EPOLLIN, client_event, k))
-			client_close(k);
+		else if (rc >= 0)
+			client_after_lines(k, rc);
 	}
 	if (!held)
 		timer_arm(c, false);

@@ -253,6 +253,58 @@ static void test_read_memory(const char *ctl, struct vcxl_client *c,
 	close(fd);
 }
 
+/* A pipeline: a client sends many read-memory requests before it reads any
+ * reply (8 KiB each), more than the socket buffers: every reply comes, in
+ * order, and the connection stays (it was closed at about 24). */
+static void test_read_pipeline(const char *ctl)
+{
+	enum { N = 128, LEN = 4096 };
+	static char req[N * 128], rx[N * (2 * LEN + 256)];
+	size_t n = 0, got = 0;
+	unsigned lines = 0, good = 0, sent_ok;
+	int fd = ctl_connect(ctl);
+	struct json_object *r;
+
+	for (unsigned k = 0; k < N; k++)
+		n += (size_t)snprintf(
+		    req + n, sizeof(req) - n,
+		    "{\"execute\": \"read-memory\", \"arguments\": {\"device\": 0, "
+		    "\"offset\": %u, \"length\": %u}}\n",
+		    k * LEN, LEN);
+	sent_ok = fd >= 0 && send(fd, req, n, MSG_NOSIGNAL) == (ssize_t)n;
+	ok(sent_ok, "pipeline: %d read-memory requests of %d bytes sent at once", N, LEN);
+	usleep(300 * 1000); /* the server fills the socket and waits */
+	while (sent_ok && lines < N && got < sizeof(rx) - 1) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t m;
+
+		if (poll(&p, 1, 5000) <= 0)
+			break;
+		m = recv(fd, rx + got, sizeof(rx) - 1 - got, 0);
+		if (m <= 0)
+			break;
+		for (ssize_t i = 0; i < m; i++)
+			lines += rx[got + (size_t)i] == '\n';
+		got += (size_t)m;
+	}
+	rx[got] = 0;
+	for (char *line = rx, *nl; lines && (nl = strchr(line, '\n')); line = nl + 1) {
+		*nl = 0;
+		r = json_tokener_parse(line);
+		const char *d = json_object_get_string(h_jget(r, "return.data"));
+		good += d && strlen(d) == 2 * LEN;
+		json_object_put(r);
+	}
+	is(lines, N, "pipeline: %u reply lines", lines);
+	is(good, N, "pipeline: each with its %d bytes", LEN);
+	static const char q[] = "{\"execute\": \"query-log-level\"}\n";
+	r = fd >= 0 ? ctl_req(fd, q, strlen(q)) : NULL;
+	ok(r && h_jget(r, "return"), "pipeline: the connection stays");
+	json_object_put(r);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void test_attached(struct harness *h, const char *ctl)
 {
 	static char out[1 << 16];
@@ -318,6 +370,7 @@ static void test_attached(struct harness *h, const char *ctl)
 		diag("%s", out);
 	test_bad_requests(ctl, c);
 	test_read_memory(ctl, c, &info);
+	test_read_pipeline(ctl);
 	vcxl_client_close(c);
 }
 
@@ -489,6 +542,28 @@ static void test_idle(const char *bin)
 		diag("closed: %d", closed_within(busy, 100));
 	ok(fd >= 0 && closed_within(fd, 5000), "an idle one is closed after about 1 s");
 	ok(h_log_count(&h, "control: a connection idle for") >= 1, "and the log says so");
+	if (fd >= 0)
+		close(fd);
+	/* one that asks for more than the socket holds and never reads its replies:
+	 * closed, seen without reading (POLLRDHUP) */
+	fd = ctl_connect(ctl);
+	{
+		static char req[64 * 128];
+		size_t len = 0;
+		struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+		for (unsigned k = 0; k < 64; k++)
+			len +=
+			    (size_t)snprintf(req + len, sizeof(req) - len,
+					     "{\"execute\": \"read-memory\", \"arguments\": "
+					     "{\"device\": 0, \"offset\": %u, \"length\": 4096}}\n",
+					     k * 4096);
+		ok(fd >= 0 && send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len,
+		   "a pipeline of 64 read-memory requests, never read");
+		h_sleep_ms(3000);
+		ok(fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLRDHUP),
+		   "is closed by the idle timeout too");
+	}
 	if (fd >= 0)
 		close(fd);
 	if (busy >= 0)
