@@ -235,6 +235,7 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 	c->mig.nranges = n;
 	c->mig.log_pgsize = ps;
 	c->mig.logging = true;
+	c->st.mig.devmem_reported = 0;
 	c->st.mig.logging = true;
 	/* pages of device memory the device writes itself go in the stream */
 	dev_dirty(c, true);
@@ -248,6 +249,30 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 	memcpy((uint8_t *)r->heap + FEAT_HDR, &ctl, sizeof(ctl));
 	reply_payload(r, r->heap, m->len);
 	return 0;
+}
+
+/* The pages of device memory the device wrote that a committed guest decoder
+ * maps into the report's range (docs/migration.md section 3): added to its
+ * bitmap, and left out of the stop-copy stream. A failure leaves the pages
+ * not reported in the device's set (the stream carries them); the pages the
+ * device forgot are in bm whatever happened, so the reply goes out. */
+static void log_report_devmem(struct vcxl_conn *c, const struct vfio_user_dma_logging_report *rep,
+			      uint64_t *bm)
+{
+	int64_t n;
+
+	if (!c->mig.dev_dirty || !c->ops->mig_dirty_report)
+		return;
+	n = c->ops->mig_dirty_report(c->dev, rep->iova, rep->length, rep->page_size, bm);
+	if (n < 0) {
+		vcxl_log(VCXL_LOG_WARN,
+			 "%s: migration: DMA_LOGGING_REPORT [0x%llx, +0x%llx): device memory "
+			 "not reported (%s); the stream carries it",
+			 conn_name(c), (unsigned long long)rep->iova,
+			 (unsigned long long)rep->length, strerror((int)-n));
+		return;
+	}
+	c->st.mig.devmem_reported += (uint64_t)n;
 }
 
 /* DMA_LOGGING_REPORT: {iova, length, page_size}; the reply appends the bitmap
@@ -321,6 +346,7 @@ static int log_report(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r, 
 		if (dirty)
 			bm[k / 64] |= 1ull << (k % 64);
 	}
+	log_report_devmem(c, &rep, bm);
 	struct vfio_device_feature f;
 	memcpy(&f, m->data, sizeof(f));
 	f.argsz = (uint32_t)need;
