@@ -396,8 +396,11 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 		c->st.mig.state_bytes = c->mig.out.len;
 		c->st.mig.bytes_sent = 0;
 		c->st.mig.stop_copy_since_ms = now_ms();
-		vcxl_log(VCXL_LOG_INFO, "%s: migration: stop-copy: device state of %zu bytes saved",
-			 conn_name(c), c->mig.out.len);
+		vcxl_log(VCXL_LOG_INFO,
+			 "%s: migration: stop-copy: device state of %zu bytes saved (%llu pages "
+			 "of device memory went by DMA logging reports)",
+			 conn_name(c), c->mig.out.len,
+			 (unsigned long long)c->st.mig.devmem_reported);
 	} else if (from == VFIO_DEVICE_STATE_STOP_COPY && to == VFIO_DEVICE_STATE_STOP) {
 		int64_t t = now_ms() - c->st.mig.stop_copy_since_ms;
 		c->st.mig.stop_copy_ms = t > 0 ? (uint64_t)t : 0;
