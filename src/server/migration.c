@@ -252,27 +252,36 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 }
 
 /* The pages of device memory the device wrote that a committed guest decoder
- * maps into the report's range (docs/migration.md section 3): added to its
- * bitmap, and left out of the stop-copy stream. A failure leaves the pages
- * not reported in the device's set (the stream carries them); the pages the
- * device forgot are in bm whatever happened, so the reply goes out. */
+ * maps into the report's range (docs/migration.md section 3), through each DMA
+ * window of the client there: added to its bitmap, and left out of the
+ * stop-copy stream. A failure leaves the pages not reported in the device's
+ * set (the stream carries them); the pages the device forgot are in bm
+ * whatever happened, so the reply goes out. */
 static void log_report_devmem(struct vcxl_conn *c, const struct vfio_user_dma_logging_report *rep,
 			      uint64_t *bm)
 {
-	int64_t n;
+	uint64_t end = rep->iova + rep->length;
 
 	if (!c->mig.dev_dirty || !c->ops->mig_dirty_report)
 		return;
-	n = c->ops->mig_dirty_report(c->dev, rep->iova, rep->length, rep->page_size, bm);
-	if (n < 0) {
-		vcxl_log(VCXL_LOG_WARN,
-			 "%s: migration: DMA_LOGGING_REPORT [0x%llx, +0x%llx): device memory "
-			 "not reported (%s); the stream carries it",
-			 conn_name(c), (unsigned long long)rep->iova,
-			 (unsigned long long)rep->length, strerror((int)-n));
-		return;
+	for (unsigned i = 0; i < c->dma.n; i++) {
+		const struct vcxl_dma_map *w = &c->dma.maps[i];
+		int64_t n;
+
+		if (w->iova >= end || w->iova + w->size <= rep->iova)
+			continue;
+		n = c->ops->mig_dirty_report(c->dev, rep->iova, rep->length, rep->page_size, bm,
+					     w->iova, w->size);
+		if (n < 0) {
+			vcxl_log(VCXL_LOG_WARN,
+				 "%s: migration: DMA_LOGGING_REPORT [0x%llx, +0x%llx): device "
+				 "memory not reported (%s); the stream carries it",
+				 conn_name(c), (unsigned long long)rep->iova,
+				 (unsigned long long)rep->length, strerror((int)-n));
+			return;
+		}
+		c->st.mig.devmem_reported += (uint64_t)n;
 	}
-	c->st.mig.devmem_reported += (uint64_t)n;
 }
 
 /* DMA_LOGGING_REPORT: {iova, length, page_size}; the reply appends the bitmap

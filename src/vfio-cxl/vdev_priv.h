@@ -206,7 +206,7 @@ int vmig_load(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen)
 uint64_t vmig_max_size(void *dev);
 int vmig_dirty(void *dev, bool on);
 /* vmig_dirty.c: the device table's mig_dirty_report */
-int64_t vmig_dirty_report(void *dev, uint64_t iova, uint64_t len, uint64_t pgsize,
-			  uint64_t *bitmap);
+int64_t vmig_dirty_report(void *dev, uint64_t iova, uint64_t len, uint64_t pgsize, uint64_t *bitmap,
+			  uint64_t win, uint64_t win_len);
 
 #endif /* VCXL_VDEV_PRIV_H */

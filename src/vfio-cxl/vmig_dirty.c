@@ -15,10 +15,17 @@
  * after their last write). A page written again after a report is marked
  * again: the next report or DEVMEM has it.
  *
+ * Only through a DMA window of the client that lies whole inside the
+ * committed decoders' guest ranges: QEMU maps each decoder's window as its
+ * own DMA window, while guest RAM a misprogrammed decoder overlaps is a
+ * window reaching past it, whose pages the client copies as that RAM, not
+ * as the CXL memory; such device pages stay for the stream.
+ *
  * Trust: the client is the VM's own VMM; what it does with a report (copy
  * the pages, or not) only affects its own VM's migration. Nothing here
- * trusts its numbers: ranges are clipped to the decoders, the decoders to the
- * region, and nothing is forgotten that is not in the reply's bitmap.
+ * trusts its numbers: ranges are clipped to the window and the decoders, the
+ * decoders to the region, and nothing is forgotten that is not in the
+ * reply's bitmap.
  */
 #include <errno.h>
 #include <string.h>
@@ -42,14 +49,48 @@ static void report_set(uint64_t *bitmap, uint64_t iova, uint64_t pgsize, uint64_
 		bitmap[k / 64] |= 1ull << (k % 64);
 }
 
+/* A committed decoder's guest range [*base, *end), sane (the commit rules
+ * keep it 256 MiB granular inside the region); false for any other. */
+static bool dec_range(struct vcxl_hdm *h, unsigned i, uint64_t *base, uint64_t *end)
+{
+	struct vcxl_hdm_decoder d;
+
+	vcxl_hdm_decoder_get(h, i, &d);
+	if (!d.committed || !d.size || d.base > UINT64_MAX - d.size ||
+	    (d.base | d.size) % VCXL_MIG_PAGE)
+		return false;
+	*base = d.base;
+	*end = d.base + d.size;
+	return true;
+}
+
+/* Is guest-physical [lo, hi) covered by the committed decoders' ranges? */
+static bool in_decoders(struct vcxl_hdm *h, uint64_t lo, uint64_t hi)
+{
+	bool moved = true;
+
+	while (lo < hi && moved) {
+		moved = false;
+		for (unsigned i = 0; i < h->count && lo < hi; i++) {
+			uint64_t b, e;
+			if (dec_range(h, i, &b, &e) && b <= lo && lo < e) {
+				lo = e;
+				moved = true;
+			}
+		}
+	}
+	return lo >= hi;
+}
+
 /*
- * Guest pages [gpa, gpa + n pages) of decoder window [base, ...) in region
- * pages from rpage on: read the backend's dirty bits, report those inside
- * [iova, end), forget those the report covers whole. Returns pages reported
- * or -errno (nothing of this chunk forgotten then).
+ * Guest pages [gpa, gpa + n pages) of a decoder, region pages from rpage on:
+ * read the backend's dirty bits, report the parts inside [lo, hi) (bit k of
+ * the report: [iova + k * pgsize, +pgsize)), forget the pages [lo, hi) holds
+ * whole. Returns pages reported or -errno (nothing of this chunk forgotten).
  */
 static int64_t report_chunk(struct vcxl_vdev *v, uint64_t gpa, uint64_t rpage, uint64_t n,
-			    uint64_t iova, uint64_t end, uint64_t pgsize, uint64_t *bitmap)
+			    uint64_t iova, uint64_t lo, uint64_t hi, uint64_t pgsize,
+			    uint64_t *bitmap)
 {
 	const struct vcxl_backend_ops *o = v->be->ops;
 	uint64_t dirty[REPORT_CHUNK_WORDS], take[REPORT_CHUNK_WORDS];
@@ -65,10 +106,12 @@ static int64_t report_chunk(struct vcxl_vdev *v, uint64_t gpa, uint64_t rpage, u
 
 		if (!(dirty[i / 64] & (1ull << (i % 64))))
 			continue;
-		report_set(bitmap, iova, pgsize, g > iova ? g : iova, ge < end ? ge : end);
+		if (ge <= lo || g >= hi)
+			continue;
+		report_set(bitmap, iova, pgsize, g > lo ? g : lo, ge < hi ? ge : hi);
 		count++;
-		/* a page only partly inside the report (pages under 4 KiB) stays */
-		if (g >= iova && ge <= end)
+		/* a page only partly inside (report pages under 4 KiB) stays */
+		if (g >= lo && ge <= hi)
 			take[i / 64] |= 1ull << (i % 64);
 	}
 	if (count && (rc = o->mig_dirty_clear(v->be->dev, dpa, n * VCXL_MIG_PAGE, take)))
@@ -76,43 +119,44 @@ static int64_t report_chunk(struct vcxl_vdev *v, uint64_t gpa, uint64_t rpage, u
 	return count;
 }
 
-int64_t vmig_dirty_report(void *dev, uint64_t iova, uint64_t len, uint64_t pgsize, uint64_t *bitmap)
+int64_t vmig_dirty_report(void *dev, uint64_t iova, uint64_t len, uint64_t pgsize, uint64_t *bitmap,
+			  uint64_t win, uint64_t win_len)
 {
 	struct vcxl_vdev *v = dev;
 	const struct vcxl_backend_ops *o = v->be->ops;
 	struct vcxl_hdm *h = &v->comp.hdm;
-	uint64_t region = v->region->size, end = iova + len;
+	uint64_t region = v->region->size, end = iova + len, wend = win + win_len;
+	uint64_t lo = iova > win ? iova : win, hi;
 	int64_t total = 0;
 
 	if (!o->mig_dirty_get || !o->mig_dirty_clear)
 		return -ENOTTY;
-	if (!pow2(pgsize) || !len || end < iova || (iova | len) & (pgsize - 1))
+	if (!pow2(pgsize) || !len || end < iova || (iova | len) & (pgsize - 1) || !win_len ||
+	    wend < win)
 		return -EINVAL;
+	hi = end < wend ? end : wend;
+	/* the client's window there must be the CXL memory's: inside the decoders */
+	if (lo >= hi || !in_decoders(h, win, wend))
+		return 0;
 	for (unsigned i = 0; i < h->count; i++) {
-		struct vcxl_hdm_decoder d;
-		uint64_t roff, lo, hi, p0, p1;
+		uint64_t roff, b, e, dlo, dhi, p0, p1;
 
-		vcxl_hdm_decoder_get(h, i, &d);
-		/* the commit rules keep these 256 MiB granular inside the region; a
-		 * decoder that breaks them (none can) is simply not reported */
-		if (!d.committed || !d.size || d.base > UINT64_MAX - d.size ||
-		    (d.base | d.size) % VCXL_MIG_PAGE)
+		if (!dec_range(h, i, &b, &e))
 			continue;
 		roff = vcomp_region_off(h, i);
-		if (roff % VCXL_MIG_PAGE || roff > region || d.size > region - roff)
+		if (roff % VCXL_MIG_PAGE || roff > region || e - b > region - roff)
 			continue;
-		lo = iova > d.base ? iova : d.base;
-		hi = end < d.base + d.size ? end : d.base + d.size;
-		if (lo >= hi)
+		dlo = lo > b ? lo : b;
+		dhi = hi < e ? hi : e;
+		if (dlo >= dhi)
 			continue;
-		/* the decoder's pages the report touches, whole or in part */
-		p0 = (lo - d.base) / VCXL_MIG_PAGE;
-		p1 = (hi - d.base - 1) / VCXL_MIG_PAGE + 1;
+		/* the decoder's pages [dlo, dhi) touches, whole or in part */
+		p0 = (dlo - b) / VCXL_MIG_PAGE;
+		p1 = (dhi - b - 1) / VCXL_MIG_PAGE + 1;
 		for (uint64_t p = p0; p < p1; p += REPORT_CHUNK_PAGES) {
 			uint64_t n = p1 - p < REPORT_CHUNK_PAGES ? p1 - p : REPORT_CHUNK_PAGES;
-			int64_t c =
-			    report_chunk(v, d.base + p * VCXL_MIG_PAGE, roff / VCXL_MIG_PAGE + p, n,
-					 iova, end, pgsize, bitmap);
+			int64_t c = report_chunk(v, b + p * VCXL_MIG_PAGE, roff / VCXL_MIG_PAGE + p,
+						 n, iova, dlo, dhi, pgsize, bitmap);
 			if (c < 0)
 				return total ? total : c;
 			total += c;

@@ -10,8 +10,9 @@
  * while it runs, B's the bytes received; a destination with another
  * --mem-size refuses the stream with a log line, and the source resumes.
  * Device memory a job writes where a committed guest decoder maps it comes
- * back in DMA_LOGGING_REPORT at its guest-physical address, once, and the
- * stop-copy stream's DEVMEM then holds only the pages no report returned.
+ * back in DMA_LOGGING_REPORT at its guest-physical address, once (through
+ * the client's DMA window of that decoder, not one reaching past it), and
+ * the stop-copy stream's DEVMEM then holds only the pages no report returned.
  */
 #include <json-c/json.h>
 #include <linux/vfio.h>
@@ -218,6 +219,7 @@ static const char *jstr(struct json_object *o, const char *k)
 #define UNMAPPED   (300ull << 20) /* a region offset no committed decoder maps */
 #define RPT_HDR	   (sizeof(struct vfio_device_feature) + 24)
 #define RPT_OUTLEN (RPT_HDR + WIN_PAGES / 8)
+#define DMA_RW	   (VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE)
 
 static uint32_t job_fill(struct vcxl_client *c, uint64_t dpa, uint64_t len)
 {
@@ -353,6 +355,16 @@ static void devmem_report(struct harness *h)
 	   "devmem: FILL of DPA [0x3000, +0x2000)");
 	is(job_fill(c, UNMAPPED, PG) & ACCEL_STATUS_DONE, ACCEL_STATUS_DONE,
 	   "devmem: FILL of a page no decoder maps (DPA 300 MiB)");
+	/* the client's DMA window there reaches past the decoder: it is not (only)
+	 * the CXL memory (guest RAM a decoder overlaps), nothing goes through it */
+	is(vcxl_client_dma_map(c, WIN_GPA, 2 * WIN_SIZE, DMA_RW, -1, 0, NULL), 0,
+	   "devmem: a DMA window of 512 MiB at the decoder's base (no fd)");
+	is(report(c, WIN_GPA, WIN_SIZE, PG, bm), 0, "devmem: REPORT over the decoder's range");
+	ok(!strcmp(bits(bm, WIN_PAGES, buf, sizeof(buf)), ""),
+	   "devmem: nothing through a window reaching past the decoder (%s)", buf);
+	is(vcxl_client_dma_unmap(c, WIN_GPA, 2 * WIN_SIZE, 0), 0, "devmem: that window unmapped");
+	is(vcxl_client_dma_map(c, WIN_GPA, WIN_SIZE, DMA_RW, -1, 0, NULL), 0,
+	   "devmem: the decoder's window mapped, as QEMU does");
 	is(report(c, WIN_GPA, WIN_SIZE, PG, bm), 0, "devmem: REPORT over the decoder's window");
 	ok(!strcmp(bits(bm, WIN_PAGES, buf, sizeof(buf)), "3,4"),
 	   "devmem: exactly the job's pages at their GPA (bits: %s)", buf);

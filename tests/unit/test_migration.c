@@ -660,11 +660,31 @@ static const char *bits_of(const uint64_t *bm, uint64_t nbits, char *buf, size_t
 	return buf;
 }
 
+/* A report as the server makes it for a client (QEMU) with a DMA window at
+ * each decoder's range: the op once per window; the pages, or the first error. */
 static int64_t report(struct env *e, uint64_t iova, uint64_t len, uint64_t ps, uint64_t *bm,
 		      size_t words)
 {
+	static const uint64_t win[][2] = {{DEC0_GPA, DEC_SIZE}, {DEC1_GPA, DEC_SIZE}};
+	int64_t total = 0;
+
 	memset(bm, 0, words * 8);
-	return vcxl_vdev_ops.mig_dirty_report(e->v, iova, len, ps, bm);
+	for (unsigned i = 0; i < 2; i++) {
+		int64_t n =
+		    vcxl_vdev_ops.mig_dirty_report(e->v, iova, len, ps, bm, win[i][0], win[i][1]);
+		if (n < 0)
+			return n;
+		total += n;
+	}
+	return total;
+}
+
+/* The op for one client window */
+static int64_t report_win(struct env *e, uint64_t iova, uint64_t len, uint64_t *bm, size_t words,
+			  uint64_t win, uint64_t win_len)
+{
+	memset(bm, 0, words * 8);
+	return vcxl_vdev_ops.mig_dirty_report(e->v, iova, len, PG, bm, win, win_len);
 }
 
 /* DEVMEM's page indexes in a saved stream: their count, the first few in pg. */
@@ -764,6 +784,20 @@ static void test_devmem_report(void)
 
 	/* hostile values: errno, nothing forgotten */
 	fill(&a, 0x6000, 0x1000, PATTERN);
+	/* a client window reaching past the decoders (guest RAM a decoder overlaps)
+	 * is not the CXL memory: nothing through it */
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA - DEC_SIZE, 2 * DEC_SIZE), 0,
+	   "a window reaching below decoder 0: nothing reported");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA, DEC_SIZE + PG), 0,
+	   "a window a page past decoder 0's end: nothing reported");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA, 0), -EINVAL,
+	   "an empty window: EINVAL");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA, 0 - DEC0_GPA), -EINVAL,
+	   "a wrapping window: EINVAL");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA + 0x6000, PG / 2), 1,
+	   "a window of half the page: reported");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA + 0x6000, PG / 2), 1,
+	   "and kept (the window holds only half of it)");
 	is(report(&a, DEC0_GPA, DEC_SIZE, 0, bm, words), -EINVAL, "page size 0: EINVAL");
 	is(report(&a, DEC0_GPA, DEC_SIZE, 3000, bm, words), -EINVAL, "page size 3000: EINVAL");
 	is(report(&a, DEC0_GPA, 0, PG, bm, words), -EINVAL, "length 0: EINVAL");
@@ -802,6 +836,28 @@ static void test_devmem_report(void)
 	fill(&a, 0x8000, 0x1000, PATTERN);
 	is(report(&a, DEC0_GPA, DEC_SIZE, PG, bm, words), 0, "tracking off: nothing reported");
 	env_fini(&a);
+
+	/* adjacent decoders, one client window over both (QEMU's flat view merges
+	 * two aliases of the region at contiguous offsets) */
+	if (!env_init_dec(&a, 512 * M, VCXL_MODEL_ACCEL, 2)) {
+		uint64_t *big = calloc(2 * words, 8);
+
+		vcxl_vdev_ops.mig_dirty(a.v, true);
+		commit_n(&a, 0, DEC0_GPA, DEC_SIZE);
+		commit_n(&a, 1, DEC0_GPA + DEC_SIZE, DEC_SIZE);
+		fill(&a, 0x1000, PG, PATTERN);
+		fill(&a, DEC_SIZE + 0x2000, PG, PATTERN);
+		is(report_win(&a, DEC0_GPA, 2 * DEC_SIZE, big, 2 * words, DEC0_GPA,
+			      2 * DEC_SIZE + PG),
+		   0, "adjacent decoders, a window a page past both: nothing");
+		is(report_win(&a, DEC0_GPA, 2 * DEC_SIZE, big, 2 * words, DEC0_GPA, 2 * DEC_SIZE),
+		   2, "one window over both decoders: a page of each");
+		is_str(bits_of(big, 2 * RPT_BITS, buf, sizeof(buf)), "1,65538",
+		       "at their guest-physical addresses");
+		is(devmem_pages(&a, pg, 4), 0, "DEVMEM is empty");
+		free(big);
+		env_fini(&a);
+	}
 	free(bm);
 }
 
