@@ -237,7 +237,8 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 	c->mig.logging = true;
 	c->st.mig.devmem_reported = 0;
 	c->st.mig.logging = true;
-	/* pages of device memory the device writes itself go in the stream */
+	/* pages of device memory the device writes itself: in reports where a
+	 * committed decoder maps them, else in the stream (section 3) */
 	dev_dirty(c, true);
 	vcxl_log(VCXL_LOG_INFO, "%s: migration: DMA logging started: %u ranges, %llu-byte pages",
 		 conn_name(c), n, (unsigned long long)ps);
