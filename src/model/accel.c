@@ -328,6 +328,7 @@ static const struct vcxl_backend_ops model_ops = {
     .mig_abort = model_mig_abort,
     .mig_dirty = model_mig_dirty,
     .mig_dirty_get = model_mig_dirty_get,
+    .mig_dirty_clear = model_mig_dirty_clear,
 };
 
 /* ---- creation -------------------------------------------------------- */

@@ -155,6 +155,7 @@ int model_mig_commit(void *dev, char *err, size_t errlen);
 void model_mig_abort(void *dev);
 int model_mig_dirty(void *dev, bool on);
 int model_mig_dirty_get(void *dev, uint64_t dpa, uint64_t len, uint64_t *bitmap);
+int model_mig_dirty_clear(void *dev, uint64_t dpa, uint64_t len, const uint64_t *bitmap);
 void model_mig_fini(struct vcxl_model *m);
 /* The engine wrote [dpa, dpa + len) of device memory. */
 void model_mig_mark(struct vcxl_model *m, uint64_t dpa, uint64_t len);

@@ -13,8 +13,9 @@
  *   MODEL_T3    Type-3: memory device registers, mailbox state, LSA
  * The component block is the host's entirely (the physical decoders): never
  * sent. Loading stages every section, checked; commit applies them all.
- * Pages of device memory the engine writes are tracked for the stream
- * (mig_dirty), since QEMU's dirty log does not see a device's writes.
+ * Pages of device memory the engine writes are tracked (mig_dirty), since
+ * QEMU's dirty log does not see a device's writes: a DMA logging report takes
+ * those a guest decoder maps (mig_dirty_clear), the stream carries the rest.
  */
 #include <errno.h>
 #include <linux/pci_regs.h>
@@ -153,6 +154,23 @@ int model_mig_dirty_get(void *dev, uint64_t dpa, uint64_t len, uint64_t *bitmap)
 		}
 		if (m->dirty[p / 64] & (1ull << (p % 64)))
 			bitmap[i / 64] |= 1ull << (i % 64);
+	}
+	return 0;
+}
+
+/* Forget the pages of [dpa, dpa + len) whose bit is set in bitmap (bit i: page
+ * dpa + i * VCXL_MIG_PAGE): a DMA logging report gave them to the client. */
+int model_mig_dirty_clear(void *dev, uint64_t dpa, uint64_t len, const uint64_t *bitmap)
+{
+	struct vcxl_model *m = dev;
+	uint64_t n = len / VCXL_MIG_PAGE;
+
+	if ((dpa | len) % VCXL_MIG_PAGE || dpa > m->mem_size || len > m->mem_size - dpa)
+		return -EINVAL;
+	for (uint64_t i = 0; m->dirty && i < n; i++) {
+		uint64_t p = dpa / VCXL_MIG_PAGE + i;
+		if (bitmap[i / 64] & (1ull << (i % 64)))
+			m->dirty[p / 64] &= ~(1ull << (p % 64));
 	}
 	return 0;
 }

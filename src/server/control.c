@@ -205,6 +205,8 @@ static struct json_object *migration(const struct vcxl_mig_stats *m, int64_t now
 		json_object_object_add(o, "stop_copy_elapsed_ms",
 				       json_object_new_int64(now - m->stop_copy_since_ms));
 	json_object_object_add(o, "stop_copy_ms", json_object_new_int64((int64_t)m->stop_copy_ms));
+	json_object_object_add(o, "devmem_pages_reported",
+			       json_object_new_int64((int64_t)m->devmem_reported));
 	json_object_object_add(o, "transitions", json_object_new_int64((int64_t)m->transitions));
 	json_object_object_add(o, "failures", json_object_new_int64((int64_t)m->failures));
 	json_object_object_add(o, "last_error", json_object_new_string(m->last_error));

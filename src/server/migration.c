@@ -235,8 +235,10 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 	c->mig.nranges = n;
 	c->mig.log_pgsize = ps;
 	c->mig.logging = true;
+	c->st.mig.devmem_reported = 0;
 	c->st.mig.logging = true;
-	/* pages of device memory the device writes itself go in the stream */
+	/* pages of device memory the device writes itself: in reports where a
+	 * committed decoder maps them, else in the stream (section 3) */
 	dev_dirty(c, true);
 	vcxl_log(VCXL_LOG_INFO, "%s: migration: DMA logging started: %u ranges, %llu-byte pages",
 		 conn_name(c), n, (unsigned long long)ps);
@@ -248,6 +250,39 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 	memcpy((uint8_t *)r->heap + FEAT_HDR, &ctl, sizeof(ctl));
 	reply_payload(r, r->heap, m->len);
 	return 0;
+}
+
+/* The pages of device memory the device wrote that a committed guest decoder
+ * maps into the report's range (docs/migration.md section 3), through each DMA
+ * window of the client there: added to its bitmap, and left out of the
+ * stop-copy stream. A failure leaves the pages not reported in the device's
+ * set (the stream carries them); the pages the device forgot are in bm
+ * whatever happened, so the reply goes out. */
+static void log_report_devmem(struct vcxl_conn *c, const struct vfio_user_dma_logging_report *rep,
+			      uint64_t *bm)
+{
+	uint64_t end = rep->iova + rep->length;
+
+	if (!c->mig.dev_dirty || !c->ops->mig_dirty_report)
+		return;
+	for (unsigned i = 0; i < c->dma.n; i++) {
+		const struct vcxl_dma_map *w = &c->dma.maps[i];
+		int64_t n;
+
+		if (w->iova >= end || w->iova + w->size <= rep->iova)
+			continue;
+		n = c->ops->mig_dirty_report(c->dev, rep->iova, rep->length, rep->page_size, bm,
+					     w->iova, w->size);
+		if (n < 0) {
+			vcxl_log(VCXL_LOG_WARN,
+				 "%s: migration: DMA_LOGGING_REPORT [0x%llx, +0x%llx): device "
+				 "memory not reported (%s); the stream carries it",
+				 conn_name(c), (unsigned long long)rep->iova,
+				 (unsigned long long)rep->length, strerror((int)-n));
+			return;
+		}
+		c->st.mig.devmem_reported += (uint64_t)n;
+	}
 }
 
 /* DMA_LOGGING_REPORT: {iova, length, page_size}; the reply appends the bitmap
@@ -321,6 +356,7 @@ static int log_report(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r, 
 		if (dirty)
 			bm[k / 64] |= 1ull << (k % 64);
 	}
+	log_report_devmem(c, &rep, bm);
 	struct vfio_device_feature f;
 	memcpy(&f, m->data, sizeof(f));
 	f.argsz = (uint32_t)need;
@@ -370,8 +406,11 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 		c->st.mig.state_bytes = c->mig.out.len;
 		c->st.mig.bytes_sent = 0;
 		c->st.mig.stop_copy_since_ms = now_ms();
-		vcxl_log(VCXL_LOG_INFO, "%s: migration: stop-copy: device state of %zu bytes saved",
-			 conn_name(c), c->mig.out.len);
+		vcxl_log(VCXL_LOG_INFO,
+			 "%s: migration: stop-copy: device state of %zu bytes saved (%llu pages "
+			 "of device memory went by DMA logging reports)",
+			 conn_name(c), c->mig.out.len,
+			 (unsigned long long)c->st.mig.devmem_reported);
 	} else if (from == VFIO_DEVICE_STATE_STOP_COPY && to == VFIO_DEVICE_STATE_STOP) {
 		int64_t t = now_ms() - c->st.mig.stop_copy_since_ms;
 		c->st.mig.stop_copy_ms = t > 0 ? (uint64_t)t : 0;

@@ -257,6 +257,9 @@ struct vcxl_mig_stats {
 	uint64_t stop_copy_ms;	    /* the last STOP_COPY: entered to left */
 	int64_t stop_copy_since_ms; /* CLOCK_MONOTONIC ms STOP_COPY began; 0: not in it */
 	uint64_t transitions, failures;
+	/* pages of device memory the device wrote that DMA logging reports
+	 * returned since logging started (the stream leaves them out) */
+	uint64_t devmem_reported;
 	char last_error[VCXL_MIG_ERRMSG]; /* why the last transition failed ("" none) */
 };
 

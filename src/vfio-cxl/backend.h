@@ -163,6 +163,11 @@ struct vcxl_backend_ops {
 	 * for each VCXL_MIG_PAGE page [dpa + i * page, ...) written since. */
 	int (*mig_dirty)(void *dev, bool on);
 	int (*mig_dirty_get)(void *dev, uint64_t dpa, uint64_t len, uint64_t *bitmap);
+	/* Forget the pages of [dpa, dpa + len) whose bit is set in bitmap (as
+	 * dirty_get's): a DMA logging report handed them to the client, which
+	 * copies them with the guest's memory; a page written again is marked
+	 * again. Optional: without it, every page goes in the stream. */
+	int (*mig_dirty_clear)(void *dev, uint64_t dpa, uint64_t len, const uint64_t *bitmap);
 };
 
 struct vcxl_backend {

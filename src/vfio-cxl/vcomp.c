@@ -36,7 +36,7 @@ static enum vcxl_hdm_commit_err vcomp_validate(void *opaque, struct vcxl_hdm *h,
 }
 
 /* Where decoder n's guest range lands in the region (its virtual DPA). */
-static uint64_t vcomp_region_off(const struct vcxl_hdm *h, unsigned n)
+uint64_t vcomp_region_off(const struct vcxl_hdm *h, unsigned n)
 {
 	uint64_t off = 0;
 

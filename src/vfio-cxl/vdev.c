@@ -817,6 +817,7 @@ const struct vcxl_dev_ops vcxl_vdev_ops = {
     .mig_load = vmig_load,
     .mig_max_size = vmig_max_size,
     .mig_dirty = vmig_dirty,
+    .mig_dirty_report = vmig_dirty_report,
 };
 
 struct vcxl_backend *vcxl_vdev_backend(struct vcxl_vdev *v)

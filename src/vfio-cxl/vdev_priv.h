@@ -177,6 +177,9 @@ void vcomp_fini(struct vcxl_vdev *v);
 int vcomp_access(struct vcxl_vdev *v, bool write, uint32_t off, unsigned len, uint64_t *val);
 int vcomp_access_buf(struct vcxl_vdev *v, bool write, uint32_t off, void *buf, size_t len);
 void vcomp_reset(struct vcxl_vdev *v, bool full);
+/* Where decoder n's guest range lands in the region (its virtual DPA): the
+ * sizes and skips of the decoders below it and its own skip. */
+uint64_t vcomp_region_off(const struct vcxl_hdm *h, unsigned n);
 
 /* vbar.c */
 int vbar_build(struct vcxl_vdev *v, char *err, size_t errlen);
@@ -202,5 +205,8 @@ int vmig_save(void *dev, struct vcxl_mig_buf *b);
 int vmig_load(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
 uint64_t vmig_max_size(void *dev);
 int vmig_dirty(void *dev, bool on);
+/* vmig_dirty.c: the device table's mig_dirty_report */
+int64_t vmig_dirty_report(void *dev, uint64_t iova, uint64_t len, uint64_t pgsize, uint64_t *bitmap,
+			  uint64_t win, uint64_t win_len);
 
 #endif /* VCXL_VDEV_PRIV_H */

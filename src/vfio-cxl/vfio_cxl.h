@@ -211,6 +211,19 @@ struct vcxl_dev_ops {
 	/* Track pages of device memory the device writes itself (sent in the
 	 * stream) from now on (on), or stop (off). */
 	int (*mig_dirty)(void *dev, bool on);
+	/* DMA_LOGGING_REPORT's share of device memory (docs/migration.md
+	 * section 3), for the part of the report inside the client's DMA
+	 * window [win, win + win_len): if the window lies whole inside the
+	 * committed guest HDM decoders' ranges, OR into bitmap (bit k: the
+	 * page [iova + k * pgsize, +pgsize)) the guest-physical pages of
+	 * [iova, iova + len) in the window that a decoder maps onto device
+	 * memory the device wrote since tracking began or since a report last
+	 * returned it, and forget the device pages that part holds whole: the
+	 * stream leaves them out. The device pages reported, or -errno; a page
+	 * forgotten is always in bitmap, also when a later part failed.
+	 * Optional. */
+	int64_t (*mig_dirty_report)(void *dev, uint64_t iova, uint64_t len, uint64_t pgsize,
+				    uint64_t *bitmap, uint64_t win, uint64_t win_len);
 };
 
 /* The vfio-cxl core as a device: dev is a struct vcxl_vdev *. */

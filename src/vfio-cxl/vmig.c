@@ -6,7 +6,8 @@
  * virtual component block with the HDM decoders, the trapped mailbox's
  * flags), the host-owned facts (compared on load, never taken), the
  * backend's sections, and the pages of the region the device wrote itself
- * since tracking started. Load is hostile input: the whole stream is parsed
+ * since tracking started that no DMA logging report returned (vmig_dirty.c).
+ * Load is hostile input: the whole stream is parsed
  * and checked into a staging copy (the backend stages its own), then
  * committed; on any error nothing is applied and the device is reset.
  */

@@ -9,10 +9,15 @@
  * (control socket, `vcxl status`) shows the stop-copy's size and progress
  * while it runs, B's the bytes received; a destination with another
  * --mem-size refuses the stream with a log line, and the source resumes.
+ * Device memory a job writes where a committed guest decoder maps it comes
+ * back in DMA_LOGGING_REPORT at its guest-physical address, once (through
+ * the client's DMA window of that decoder, not one reaching past it), and
+ * the stop-copy stream's DEVMEM then holds only the pages no report returned.
  */
 #include <json-c/json.h>
 #include <linux/vfio.h>
 
+#include "cxl/cxl_regs.h"
 #include "tap.h"
 #include "integration/harness.h"
 #include "common/migstream.h"
@@ -204,12 +209,218 @@ static const char *jstr(struct json_object *o, const char *k)
 	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
 }
 
+/* ---- device memory a job wrote, through DMA logging reports -------------- */
+
+#define ACCEL_BAR  2
+#define WIN_GPA	   0x110000000ull /* decoder 0, as QEMU's HDM window in e2e-migrate */
+#define WIN_SIZE   (256ull << 20) /* decoder 0: region [0, 256 MiB) */
+#define PG	   4096u
+#define WIN_PAGES  (WIN_SIZE / PG)
+#define UNMAPPED   (300ull << 20) /* a region offset no committed decoder maps */
+#define RPT_HDR	   (sizeof(struct vfio_device_feature) + 24)
+#define RPT_OUTLEN (RPT_HDR + WIN_PAGES / 8)
+#define DMA_RW	   (VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE)
+
+static uint32_t job_fill(struct vcxl_client *c, uint64_t dpa, uint64_t len)
+{
+	uint32_t st = 0;
+
+	vcxl_client_write32(c, ACCEL_BAR, ACCEL_REG_STATUS, ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR);
+	vcxl_client_write32(c, ACCEL_BAR, ACCEL_REG_JOB_OP, ACCEL_OP_FILL);
+	vcxl_client_write32(c, ACCEL_BAR, ACCEL_REG_JOB_FLAGS, 0);
+	vcxl_client_write64(c, ACCEL_BAR, ACCEL_REG_JOB_DST, dpa);
+	vcxl_client_write64(c, ACCEL_BAR, ACCEL_REG_JOB_LEN, len);
+	vcxl_client_write64(c, ACCEL_BAR, ACCEL_REG_JOB_PATTERN, 0x5a5a5a5a5a5a5a5aull);
+	vcxl_client_write32(c, ACCEL_BAR, ACCEL_REG_DOORBELL, ACCEL_DOORBELL_GO);
+	for (int i = 0; i < 2000; i++) {
+		if (vcxl_client_read32(c, ACCEL_BAR, ACCEL_REG_STATUS, &st))
+			return 0;
+		if (st & (ACCEL_STATUS_DONE | ACCEL_STATUS_ERROR))
+			return st;
+		h_sleep_ms(1);
+	}
+	return 0;
+}
+
+static int commit_dec0(struct vcxl_client *c)
+{
+	struct vcxl_client_info info;
+	uint32_t g = 0, ctrl = 0;
+	unsigned bar;
+	uint64_t hdm;
+
+	if (vcxl_client_get_info(c, &info) || !info.has_cxl)
+		return -1;
+	bar = info.cxl.hdm_bar;
+	hdm = info.cxl.hdm_offset;
+	vcxl_client_read32(c, bar, hdm + CXL_HDM_GLOBAL_CTRL, &g);
+	vcxl_client_write32(c, bar, hdm + CXL_HDM_GLOBAL_CTRL, g | CXL_HDM_GCTRL_ENABLE);
+	vcxl_client_write32(c, bar, hdm + CXL_HDM_DEC_BASE_HI(0), (uint32_t)(WIN_GPA >> 32));
+	vcxl_client_write32(c, bar, hdm + CXL_HDM_DEC_BASE_LO(0), (uint32_t)WIN_GPA);
+	vcxl_client_write32(c, bar, hdm + CXL_HDM_DEC_SIZE_HI(0), (uint32_t)(WIN_SIZE >> 32));
+	vcxl_client_write32(c, bar, hdm + CXL_HDM_DEC_SIZE_LO(0), (uint32_t)WIN_SIZE);
+	vcxl_client_read32(c, bar, hdm + CXL_HDM_DEC_CTRL(0), &ctrl);
+	vcxl_client_write32(c, bar, hdm + CXL_HDM_DEC_CTRL(0), ctrl | CXL_HDM_DEC_CTRL_COMMIT);
+	for (int i = 0; i < 100; i++) {
+		vcxl_client_read32(c, bar, hdm + CXL_HDM_DEC_CTRL(0), &ctrl);
+		if (ctrl & (CXL_HDM_DEC_CTRL_COMMITTED | CXL_HDM_DEC_CTRL_COMMIT_ERR))
+			break;
+		h_sleep_ms(1);
+	}
+	return (ctrl & CXL_HDM_DEC_CTRL_COMMITTED) ? 0 : -1;
+}
+
+/* DMA_LOGGING_REPORT: the errno; the reply's bitmap in bm (RPT_OUTLEN room) */
+static int report(struct vcxl_client *c, uint64_t iova, uint64_t len, uint64_t ps, uint64_t *bm)
+{
+	struct vfio_user_dma_logging_report rep = {iova, len, ps};
+	static uint8_t out[RPT_OUTLEN];
+	int rc;
+
+	memset(out, 0, sizeof(out));
+	rc = feat(c, (uint32_t)RPT_OUTLEN,
+		  VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT, &rep,
+		  sizeof(rep), out, sizeof(out));
+	memcpy(bm, out + RPT_HDR, WIN_PAGES / 8);
+	return rc;
+}
+
+/* The set bits of bm, "k,k,..." */
+static const char *bits(const uint64_t *bm, uint64_t n, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (uint64_t k = 0; k < n && o + 24 < len; k++)
+		if (bm[k / 64] & (1ull << (k % 64)))
+			o += (size_t)snprintf(buf + o, len - o, "%s%llu", o ? "," : "",
+					      (unsigned long long)k);
+	return buf;
+}
+
+/* DEVMEM's pages in a stream, as "page,page,..." of region pages; "-" if none */
+static const char *devmem_of(const uint8_t *s, size_t len, char *buf, size_t blen)
+{
+	struct vcxl_mig_iter it;
+	struct vcxl_mig_hdr hdr;
+	uint32_t type, flags;
+	const uint8_t *p;
+	uint64_t plen, n = 0;
+	char err[160];
+	size_t o = 0;
+
+	snprintf(buf, blen, "-");
+	if (vcxl_mig_open(&it, s, len, &hdr, err, sizeof(err))) {
+		snprintf(buf, blen, "bad stream: %s", err);
+		return buf;
+	}
+	while (vcxl_mig_next(&it, &type, &flags, &p, &plen, err, sizeof(err)) > 0) {
+		if (type != VCXL_MIG_SEC_DEVMEM || plen < 16)
+			continue;
+		memcpy(&n, p + 8, 8);
+		buf[0] = 0;
+		for (uint64_t i = 0; i < n && o + 24 < blen; i++) {
+			uint64_t pg;
+			memcpy(&pg, p + 16 + 8 * i, 8);
+			o += (size_t)snprintf(buf + o, blen - o, "%s%llu", o ? "," : "",
+					      (unsigned long long)pg);
+		}
+		if (!n)
+			snprintf(buf, blen, "none");
+	}
+	return buf;
+}
+
+static void devmem_report(struct harness *h)
+{
+	struct vcxl_client *c = NULL;
+	struct {
+		struct vfio_user_dma_logging_control ctl;
+		struct vfio_user_dma_logging_range r;
+	} st = {{.page_size = PG, .num_ranges = 1}, {WIN_GPA, 2 * WIN_SIZE}};
+	uint64_t *bm = calloc(WIN_PAGES / 64, 8);
+	uint8_t *stream = NULL;
+	char buf[512], want[64];
+	size_t len;
+
+	if (!ok(!vcxl_client_connect(h->sock, &c) && bm, "devmem: a client"))
+		goto out;
+	is(commit_dec0(c), 0, "devmem: decoder 0 committed at 0x%llx (256 MiB)",
+	   (unsigned long long)WIN_GPA);
+	is(feat(c, sizeof(struct vfio_device_feature) + sizeof(st),
+		VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, &st, sizeof(st),
+		NULL, 0),
+	   0, "devmem: DMA_LOGGING_START over [0x%llx, +512 MiB)", (unsigned long long)WIN_GPA);
+	is(job_fill(c, 0x3000, 0x2000) & ACCEL_STATUS_DONE, ACCEL_STATUS_DONE,
+	   "devmem: FILL of DPA [0x3000, +0x2000)");
+	is(job_fill(c, UNMAPPED, PG) & ACCEL_STATUS_DONE, ACCEL_STATUS_DONE,
+	   "devmem: FILL of a page no decoder maps (DPA 300 MiB)");
+	/* the client's DMA window there reaches past the decoder: it is not (only)
+	 * the CXL memory (guest RAM a decoder overlaps), nothing goes through it */
+	is(vcxl_client_dma_map(c, WIN_GPA, 2 * WIN_SIZE, DMA_RW, -1, 0, NULL), 0,
+	   "devmem: a DMA window of 512 MiB at the decoder's base (no fd)");
+	is(report(c, WIN_GPA, WIN_SIZE, PG, bm), 0, "devmem: REPORT over the decoder's range");
+	ok(!strcmp(bits(bm, WIN_PAGES, buf, sizeof(buf)), ""),
+	   "devmem: nothing through a window reaching past the decoder (%s)", buf);
+	is(vcxl_client_dma_unmap(c, WIN_GPA, 2 * WIN_SIZE, 0), 0, "devmem: that window unmapped");
+	is(vcxl_client_dma_map(c, WIN_GPA, WIN_SIZE, DMA_RW, -1, 0, NULL), 0,
+	   "devmem: the decoder's window mapped, as QEMU does");
+	is(report(c, WIN_GPA, WIN_SIZE, PG, bm), 0, "devmem: REPORT over the decoder's window");
+	ok(!strcmp(bits(bm, WIN_PAGES, buf, sizeof(buf)), "3,4"),
+	   "devmem: exactly the job's pages at their GPA (bits: %s)", buf);
+	is(report(c, WIN_GPA, WIN_SIZE, PG, bm), 0, "devmem: a second REPORT");
+	ok(!strcmp(bits(bm, WIN_PAGES, buf, sizeof(buf)), ""), "devmem: shows none (%s)", buf);
+	{
+		struct json_object *js = status(h);
+		struct json_object *m = mig_of(js);
+		is(jint(m, "devmem_pages_reported"), 2, "devmem: status: 2 pages reported");
+		json_object_put(js);
+	}
+	/* dirtied again after the report: in the next one */
+	job_fill(c, 0x4000, PG);
+	is(report(c, WIN_GPA, WIN_SIZE, PG, bm), 0, "devmem: REPORT after another FILL");
+	ok(!strcmp(bits(bm, WIN_PAGES, buf, sizeof(buf)), "4"),
+	   "devmem: the page dirtied after the report (bits: %s)", buf);
+	/* hostile reports over the window: errno replies, nothing lost */
+	job_fill(c, 0x5000, PG);
+	is(report(c, WIN_GPA, WIN_SIZE, 0, bm), EINVAL, "devmem: page size 0: EINVAL");
+	is(report(c, WIN_GPA, WIN_SIZE, 3 * PG, bm), EINVAL, "devmem: page size 12 KiB: EINVAL");
+	is(report(c, WIN_GPA + 0x800, WIN_SIZE, PG, bm), EINVAL, "devmem: unaligned iova: EINVAL");
+	is(report(c, WIN_GPA, 1ull << 63, PG, bm), EINVAL,
+	   "devmem: a range past the logged one: EINVAL");
+	is(report(c, WIN_GPA, 0 - WIN_GPA, PG, bm), EINVAL, "devmem: a wrapping range: EINVAL");
+	is(report(c, WIN_GPA, WIN_SIZE, 1, bm), E2BIG,
+	   "devmem: 1-byte pages over 256 MiB (a 32 MiB bitmap): E2BIG");
+	is(report(c, WIN_GPA + 0x5000, 64, 1, bm), 0, "devmem: 64 1-byte pages inside the page");
+	is(bm[0], ~0ull, "devmem: all 64 set");
+	is(report(c, WIN_GPA, WIN_SIZE, PG, bm), 0, "devmem: REPORT in 4 KiB pages");
+	ok(!strcmp(bits(bm, WIN_PAGES, buf, sizeof(buf)), "5"),
+	   "devmem: the page is still there, once (bits: %s)", buf);
+	/* the stop-copy stream: only the page no report returned */
+	is(set_state(c, VFIO_DEVICE_STATE_STOP_COPY), 0, "devmem: RUNNING -> STOP_COPY");
+	len = read_all(c, &stream);
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)(UNMAPPED / PG));
+	ok(!strcmp(devmem_of(stream, len, buf, sizeof(buf)), want),
+	   "devmem: the stream's DEVMEM has page %s only (%s)", want, buf);
+	is(set_state(c, VFIO_DEVICE_STATE_RUNNING), 0, "devmem: back to RUNNING");
+	is(feat(c, 16, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_STOP, NULL, 0,
+		NULL, 0),
+	   0, "devmem: DMA_LOGGING_STOP");
+out:
+	free(stream);
+	free(bm);
+	if (c)
+		vcxl_client_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
-	struct harness a = {.cli = h_cli_bin(argc, argv)}, b = {.cli = a.cli}, d = {.cli = a.cli};
+	struct harness a = {.cli = h_cli_bin(argc, argv)}, b = {.cli = a.cli}, d = {.cli = a.cli},
+		       e = {.cli = a.cli};
 	const char *mem512[] = {"--mem-size", "512M", NULL};
 	const char *mem1g[] = {"--mem-size", "1G", NULL};
+	const char *dec2[] = {"--mem-size", "512M", "--decoders", "2", NULL};
 	struct vcxl_client *ca = NULL, *cb = NULL, *cd = NULL;
 	uint8_t *stream = NULL;
 	size_t len;
@@ -306,6 +517,8 @@ int main(int argc, char **argv)
 	is(vcxl_client_read32(cb, 0, RAM_OFF, &v), 0, "B: reads");
 	is(v, 0xc0ffee11, "B: BAR0 RAM as A had it");
 	ok(h_log_count(&a, "stop-copy ended") >= 1, "A's log: the stop-copy's bytes and time");
+	if (ok(h_start(&e, bin, -1, dec2) == 0, "E: a server with 2 decoders"))
+		devmem_report(&e);
 
 out:
 	free(stream);
@@ -318,6 +531,8 @@ out:
 	is(h_stop(&a), 0, "A exits 0");
 	is(h_stop(&b), 0, "B exits 0");
 	is(h_stop(&d), 0, "D exits 0");
+	if (e.pid > 0)
+		is(h_stop(&e), 0, "E exits 0");
 	if (tap_failed) {
 		h_dump_log(&a);
 		h_dump_log(&b);
@@ -325,5 +540,6 @@ out:
 	h_cleanup(&a);
 	h_cleanup(&b);
 	h_cleanup(&d);
+	h_cleanup(&e);
 	return tap_done();
 }

@@ -59,10 +59,12 @@ static void on_irq(void *opaque, enum vcxl_irq_type type, unsigned vector)
 		e->irqs[vector]++;
 }
 
-static int env_init(struct env *e, uint64_t mem, enum vcxl_model_kind kind)
+/* guest_decoders: virtual HDM decoders (0: as the device has) */
+static int env_init_dec(struct env *e, uint64_t mem, enum vcxl_model_kind kind,
+			unsigned guest_decoders)
 {
 	struct vcxl_model_cfg mc = {.mem_size = mem, .kind = kind};
-	struct vcxl_vdev_cfg vc = {0};
+	struct vcxl_vdev_cfg vc = {.guest_decoders = guest_decoders};
 	struct vcxl_vdev_info info;
 
 	memset(e, 0, sizeof(*e));
@@ -78,6 +80,11 @@ static int env_init(struct env *e, uint64_t mem, enum vcxl_model_kind kind)
 	e->dpa = vcxl_vdev_region(e->v)->dpa;
 	vcxl_vdev_ops.set_irq_handler(e->v, on_irq, e);
 	return 0;
+}
+
+static int env_init(struct env *e, uint64_t mem, enum vcxl_model_kind kind)
+{
+	return env_init_dec(e, mem, kind, 0);
 }
 
 static void env_fini(struct env *e)
@@ -606,6 +613,260 @@ static void test_hostile(void)
 	vcxl_mig_buf_free(&s);
 	env_fini(&b);
 	env_fini(&a);
+}
+
+/* ---- device memory the device wrote, through DMA logging reports ------------ */
+
+#define DEC0_GPA 0x1000000000ull /* decoder 0: region [0, 256 MiB) */
+#define DEC1_GPA 0x2000000000ull /* decoder 1: region [256 MiB, 512 MiB) */
+#define DEC_SIZE (256 * M)
+#define PG	 4096u
+#define RPT_BITS (DEC_SIZE / PG) /* a report over a whole decoder in 4 KiB pages */
+#define is_str(got, exp, ...)                                                                      \
+	do {                                                                                       \
+		const char *g_ = (got), *e_ = (exp);                                               \
+		if (!ok(!strcmp(g_, e_), __VA_ARGS__))                                             \
+			diag("  got \"%s\", expected \"%s\"", g_, e_);                             \
+	} while (0)
+
+static void commit_n(struct env *e, unsigned n, uint64_t base, uint64_t size)
+{
+	hw(e, CXL_HDM_GLOBAL_CTRL, CXL_HDM_GCTRL_ENABLE);
+	hw(e, CXL_HDM_DEC_BASE_HI(n), (uint32_t)(base >> 32));
+	hw(e, CXL_HDM_DEC_BASE_LO(n), (uint32_t)base);
+	hw(e, CXL_HDM_DEC_SIZE_HI(n), (uint32_t)(size >> 32));
+	hw(e, CXL_HDM_DEC_SIZE_LO(n), (uint32_t)size);
+	hw(e, CXL_HDM_DEC_CTRL(n), CXL_HDM_DEC_CTRL_COMMIT);
+}
+
+/* A FILL job of the engine at region offset off, run to its end. */
+static void fill(struct env *e, uint64_t off, uint64_t len, uint64_t pattern)
+{
+	eng_w(e, ACCEL_REG_JOB_OP, 4, ACCEL_OP_FILL);
+	eng_w(e, ACCEL_REG_JOB_FLAGS, 4, 0);
+	eng_w(e, ACCEL_REG_JOB_DST, 8, e->dpa + off);
+	eng_w(e, ACCEL_REG_JOB_LEN, 8, len);
+	eng_w(e, ACCEL_REG_JOB_PATTERN, 8, pattern);
+	eng_w(e, ACCEL_REG_DOORBELL, 4, ACCEL_DOORBELL_GO);
+	for (int i = 0; i < 1000 && (eng(e, ACCEL_REG_STATUS) & ACCEL_STATUS_BUSY); i++)
+		vcxl_vdev_ops.poll(e->v);
+}
+
+/* The bits set in a bitmap of nbits, as "k,k,..." (at most a few). */
+static const char *bits_of(const uint64_t *bm, uint64_t nbits, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (uint64_t k = 0; k < nbits && o + 24 < len; k++)
+		if (bm[k / 64] & (1ull << (k % 64)))
+			o += (size_t)snprintf(buf + o, len - o, "%s%llu", o ? "," : "",
+					      (unsigned long long)k);
+	return buf;
+}
+
+/* A report as the server makes it for a client (QEMU) with a DMA window at
+ * each decoder's range: the op once per window; the pages, or the first error. */
+static int64_t report(struct env *e, uint64_t iova, uint64_t len, uint64_t ps, uint64_t *bm,
+		      size_t words)
+{
+	static const uint64_t win[][2] = {{DEC0_GPA, DEC_SIZE}, {DEC1_GPA, DEC_SIZE}};
+	int64_t total = 0;
+
+	memset(bm, 0, words * 8);
+	for (unsigned i = 0; i < 2; i++) {
+		int64_t n =
+		    vcxl_vdev_ops.mig_dirty_report(e->v, iova, len, ps, bm, win[i][0], win[i][1]);
+		if (n < 0)
+			return n;
+		total += n;
+	}
+	return total;
+}
+
+/* The op for one client window */
+static int64_t report_win(struct env *e, uint64_t iova, uint64_t len, uint64_t *bm, size_t words,
+			  uint64_t win, uint64_t win_len)
+{
+	memset(bm, 0, words * 8);
+	return vcxl_vdev_ops.mig_dirty_report(e->v, iova, len, PG, bm, win, win_len);
+}
+
+/* DEVMEM's page indexes in a saved stream: their count, the first few in pg. */
+static int64_t devmem_pages(struct env *e, uint64_t *pg, unsigned max)
+{
+	struct vcxl_mig_buf b;
+	struct vcxl_mig_hdr h;
+	struct vcxl_mig_iter it;
+	struct sec sec[32];
+	unsigned n;
+	int i;
+	uint64_t cnt = 0;
+
+	if (save(e, &b))
+		return -1;
+	n = split(&it, b.data, b.len, &h, sec);
+	i = find(sec, n, VCXL_MIG_SEC_DEVMEM);
+	if (i < 0) {
+		vcxl_mig_close(&it);
+		vcxl_mig_buf_free(&b);
+		return -1;
+	}
+	memcpy(&cnt, sec[i].p + 8, 8);
+	for (unsigned k = 0; k < max && k < cnt; k++)
+		memcpy(&pg[k], sec[i].p + 16 + 8 * k, 8);
+	vcxl_mig_close(&it);
+	vcxl_mig_buf_free(&b);
+	return (int64_t)cnt;
+}
+
+static void test_devmem_report(void)
+{
+	struct env a, b;
+	const size_t words = RPT_BITS / 64;
+	uint64_t *bm = calloc(words, 8), pg[4] = {0};
+	struct vcxl_mig_buf s;
+	char buf[256];
+
+	if (!bm || env_init_dec(&a, 512 * M, VCXL_MODEL_ACCEL, 2)) {
+		ok(0, "env");
+		free(bm);
+		return;
+	}
+	is(vcxl_vdev_ops.mig_dirty(a.v, true), 0, "tracking on (DMA_LOGGING_START)");
+	commit_n(&a, 0, DEC0_GPA, DEC_SIZE);
+	ok(committed0(&a), "decoder 0 committed at 0x%llx", (unsigned long long)DEC0_GPA);
+	/* one job where decoder 0 maps, one where no decoder does */
+	fill(&a, 0x3000, 0x2000, PATTERN);
+	fill(&a, 300 * M, 0x1000, PATTERN);
+	is(report(&a, DEC0_GPA, DEC_SIZE, PG, bm, words), 2,
+	   "a report over decoder 0's window: 2 device pages");
+	is_str(bits_of(bm, RPT_BITS, buf, sizeof(buf)), "3,4",
+	       "exactly the job's pages, at their guest-physical address");
+	is(report(&a, DEC0_GPA, DEC_SIZE, PG, bm, words), 0, "a second report: none");
+	is_str(bits_of(bm, RPT_BITS, buf, sizeof(buf)), "", "its bitmap is empty");
+	is(devmem_pages(&a, pg, 4), 1, "the stream's DEVMEM: only the page no decoder maps");
+	is(pg[0], 300 * M / PG, "that page (region page %llu)", (unsigned long long)pg[0]);
+
+	/* written again after the report: reported again */
+	fill(&a, 0x4000, 0x1000, ~PATTERN);
+	is(devmem_pages(&a, pg, 4), 2, "a page written again is in DEVMEM until reported");
+	is(report(&a, DEC0_GPA + 0x4000, PG, PG, bm, 1), 1, "a report of that page alone");
+	is(bm[0], 1, "bit 0");
+	is(devmem_pages(&a, pg, 4), 1, "and DEVMEM no longer has it");
+
+	/* a report page smaller than the device's 4 KiB: bits, but nothing forgotten */
+	fill(&a, 0x5000, 0x1000, PATTERN);
+	is(report(&a, DEC0_GPA + 0x5000, 0x400, 0x400, bm, 1), 1, "a 1 KiB report inside the page");
+	is(bm[0], 1, "its bit set");
+	is(report(&a, DEC0_GPA + 0x5000, 0x2000, 0x400, bm, 1), 1,
+	   "the page is still there: 1 KiB pages over 8 KiB");
+	is(bm[0], 0xf, "the 4 report pages of the device page");
+	is(report(&a, DEC0_GPA + 0x5000, 0x1000, 0x400, bm, 1), 0, "covered whole: forgotten");
+	/* report pages larger than the device's: 1 GiB over decoder 0 */
+	fill(&a, 0x10000, 0x1000, PATTERN);
+	fill(&a, 200 * M, 0x3000, PATTERN);
+	is(report(&a, 0, 128 * G, G, bm, words), 4,
+	   "a report in 1 GiB pages over 128 GiB: 4 pages");
+	is_str(bits_of(bm, 128, buf, sizeof(buf)), "64", "one bit: the GiB of decoder 0's base");
+	is(report(&a, DEC0_GPA, DEC_SIZE, PG, bm, words), 0, "and they are forgotten");
+
+	/* decoder 1: region offset 256 MiB, so the page no decoder mapped now maps */
+	commit_n(&a, 1, DEC1_GPA, DEC_SIZE);
+	ok(hr(&a, CXL_HDM_DEC_CTRL(1)) & CXL_HDM_DEC_CTRL_COMMITTED, "decoder 1 committed");
+	is(report(&a, DEC1_GPA, DEC_SIZE, PG, bm, words), 1, "a report over decoder 1's window");
+	is_str(bits_of(bm, RPT_BITS, buf, sizeof(buf)), "11264",
+	       "the page at region 300 MiB, 44 MiB into decoder 1");
+	is(devmem_pages(&a, pg, 4), 0, "DEVMEM is empty");
+
+	/* partly overlapping reports, and ranges no decoder maps */
+	fill(&a, DEC_SIZE - 0x1000, 0x1000, PATTERN);
+	fill(&a, DEC_SIZE, 0x1000, PATTERN);
+	is(report(&a, DEC0_GPA + DEC_SIZE - 0x2000, 0x4000, PG, bm, 1), 1,
+	   "a report past decoder 0's end: its last page only");
+	is(bm[0], 2, "bit 1");
+	is(report(&a, DEC0_GPA + DEC_SIZE, DEC1_GPA - DEC0_GPA - DEC_SIZE, DEC_SIZE, bm, words), 0,
+	   "between the decoders: nothing");
+	is(report(&a, DEC1_GPA - 0x1000, 0x2000, PG, bm, 1), 1, "decoder 1's first page");
+	is(bm[0], 2, "bit 1");
+
+	/* hostile values: errno, nothing forgotten */
+	fill(&a, 0x6000, 0x1000, PATTERN);
+	/* a client window reaching past the decoders (guest RAM a decoder overlaps)
+	 * is not the CXL memory: nothing through it */
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA - DEC_SIZE, 2 * DEC_SIZE), 0,
+	   "a window reaching below decoder 0: nothing reported");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA, DEC_SIZE + PG), 0,
+	   "a window a page past decoder 0's end: nothing reported");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA, 0), -EINVAL,
+	   "an empty window: EINVAL");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA, 0 - DEC0_GPA), -EINVAL,
+	   "a wrapping window: EINVAL");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA + 0x6000, PG / 2), 1,
+	   "a window of half the page: reported");
+	is(report_win(&a, DEC0_GPA, DEC_SIZE, bm, words, DEC0_GPA + 0x6000, PG / 2), 1,
+	   "and kept (the window holds only half of it)");
+	is(report(&a, DEC0_GPA, DEC_SIZE, 0, bm, words), -EINVAL, "page size 0: EINVAL");
+	is(report(&a, DEC0_GPA, DEC_SIZE, 3000, bm, words), -EINVAL, "page size 3000: EINVAL");
+	is(report(&a, DEC0_GPA, 0, PG, bm, words), -EINVAL, "length 0: EINVAL");
+	is(report(&a, ~0ull - 0xfff, 0x2000, PG, bm, words), -EINVAL, "a wrapping range: EINVAL");
+	is(report(&a, DEC0_GPA + 0x800, PG, PG, bm, words), -EINVAL, "unaligned iova: EINVAL");
+	is(report(&a, 1ull << 63, 1ull << 63, 1ull << 63, bm, 1), -EINVAL,
+	   "the top half of the address space (its end wraps to 0): EINVAL");
+	is(report(&a, 1ull << 62, 1ull << 62, 1ull << 62, bm, 1), 0,
+	   "a 2^62 page at 2^62: no decoder there");
+	is(devmem_pages(&a, pg, 4), 1, "the page is still in DEVMEM");
+
+	/* every page reaches the destination, one way or the other: a copy of
+	 * what the report returned (the client's RAM pass), then the stream */
+	fill(&a, 0x7000, 0x1000, PATTERN);
+	fill(&a, 400 * M, 0x1000, PATTERN);
+	is(report(&a, DEC0_GPA, DEC_SIZE, PG, bm, words), 2, "pages 6 and 7 reported");
+	vcxl_vdev_ops.mig_quiesce(a.v, true);
+	is(save(&a, &s), 0, "stop-copy save");
+	if (!env_init_dec(&b, 512 * M, VCXL_MODEL_ACCEL, 2)) {
+		uint8_t *src = (uint8_t *)vcxl_model_mem(a.m) + a.dpa;
+		uint8_t *dst = (uint8_t *)vcxl_model_mem(b.m) + b.dpa;
+
+		for (uint64_t k = 0; k < RPT_BITS; k++) /* the client's copy */
+			if (bm[k / 64] & (1ull << (k % 64)))
+				memcpy(dst + k * PG, src + k * PG, PG);
+		vcxl_vdev_ops.mig_quiesce(b.v, true);
+		is(load(&b, s.data, s.len), 0, "the destination loads the stream: %s", b.err);
+		ok(mem_is(&b, 0x6000, 0x2000, PATTERN) && mem_is(&b, 400 * M, 0x1000, PATTERN),
+		   "reported pages (copied) and DEVMEM's (loaded) both arrived");
+		ok(!mem_is(&b, 0x3000, 0x1000, PATTERN),
+		   "a page an earlier report returned is not in the stream (copied then)");
+		env_fini(&b);
+	}
+	vcxl_mig_buf_free(&s);
+	is(vcxl_vdev_ops.mig_dirty(a.v, false), 0, "tracking off");
+	fill(&a, 0x8000, 0x1000, PATTERN);
+	is(report(&a, DEC0_GPA, DEC_SIZE, PG, bm, words), 0, "tracking off: nothing reported");
+	env_fini(&a);
+
+	/* adjacent decoders, one client window over both (QEMU's flat view merges
+	 * two aliases of the region at contiguous offsets) */
+	if (!env_init_dec(&a, 512 * M, VCXL_MODEL_ACCEL, 2)) {
+		uint64_t *big = calloc(2 * words, 8);
+
+		vcxl_vdev_ops.mig_dirty(a.v, true);
+		commit_n(&a, 0, DEC0_GPA, DEC_SIZE);
+		commit_n(&a, 1, DEC0_GPA + DEC_SIZE, DEC_SIZE);
+		fill(&a, 0x1000, PG, PATTERN);
+		fill(&a, DEC_SIZE + 0x2000, PG, PATTERN);
+		is(report_win(&a, DEC0_GPA, 2 * DEC_SIZE, big, 2 * words, DEC0_GPA,
+			      2 * DEC_SIZE + PG),
+		   0, "adjacent decoders, a window a page past both: nothing");
+		is(report_win(&a, DEC0_GPA, 2 * DEC_SIZE, big, 2 * words, DEC0_GPA, 2 * DEC_SIZE),
+		   2, "one window over both decoders: a page of each");
+		is_str(bits_of(big, 2 * RPT_BITS, buf, sizeof(buf)), "1,65538",
+		       "at their guest-physical addresses");
+		is(devmem_pages(&a, pg, 4), 0, "DEVMEM is empty");
+		free(big);
+		env_fini(&a);
+	}
+	free(bm);
 }
 
 /* ---- the protocol: a server thread with the vdev, a client ------------------ */
@@ -1164,6 +1425,7 @@ int main(void)
 	test_round_trip();
 	test_type3_round_trip();
 	test_hostile();
+	test_devmem_report();
 	test_protocol();
 	test_not_migratable();
 	test_zero_runs();
