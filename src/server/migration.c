@@ -346,6 +346,11 @@ static int log_report(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r, 
 
 		if (hi > rg->iova + rg->len)
 			p1 = (rg->len - 1) / ps;
+		if (p0 == p1 && p0 % 64 == 0 && npg - k >= 64 && p0 + 63 < rg->len / ps &&
+		    !rg->bits[p0 / 64] && rep.page_size == ps) {
+			k += 63; /* 64 clean pages, one to one: nothing to report or clear */
+			continue;
+		}
 		for (uint64_t p = p0; p <= p1; p++)
 			if (rg->bits[p / 64] & (1ull << (p % 64))) {
 				dirty = true;

@@ -1165,6 +1165,21 @@ static void test_protocol(void)
 		   0, "REPORT again");
 		memcpy(bm, rout + 32, sizeof(bm));
 		is(bm[0], 0, "a report clears what it reported");
+		/* past clean words: page 138 (word 2) and the last, 255 (word 3) */
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_DST, 0x18a000);
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_LEN, 0x1000);
+		vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DOORBELL, 1);
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_DST, 0x1ff000);
+		vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DOORBELL, 1);
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   0, "REPORT after jobs at pages 138 and 255");
+		memcpy(bm, rout + 32, sizeof(bm));
+		ok(!bm[0] && !bm[1] && bm[2] == 1ull << 10 && bm[3] == 1ull << 63,
+		   "only those two (%llx %llx %llx %llx)", (unsigned long long)bm[0],
+		   (unsigned long long)bm[1], (unsigned long long)bm[2], (unsigned long long)bm[3]);
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_DST, 0x103000);
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_LEN, 0x2000);
 		vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DOORBELL, 1);
 		rep.page_size = 8192;
 		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
