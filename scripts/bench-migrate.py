@@ -11,7 +11,8 @@ One VM at a time, each moved RUNS times in a row to a fresh destination (a new Q
   idle   the VM with the device; the guest set it up (64 MiB of CXL memory written, decoder
          1, registers, BAR0 RAM) and stopped its threads: the device is idle
   jobs   the same VM with the guest's threads running: back-to-back 128 MiB FILL jobs in
-         device memory (their pages go in the device state) and 16 MiB of generation stores
+         device memory (their pages go with RAM: DMA logging reports) and 16 MiB of
+         generation stores
 Each figure is the median of the RUNS migrations.
 
 The downtime goal is judged at a downtime-limit the idle VMs reach
@@ -156,7 +157,8 @@ def migrate_once(src, template, with_server, downtime_limit):
            "setup_ms": st.get("setup-time"), "ram_bytes": st.get("ram", {}).get("transferred"),
            "device_state": (st.get("vfio") or {}).get("transferred", 0) if with_server else 0,
            "server_state_bytes": sm.get("device_state_bytes"),
-           "stop_copy_ms": sm.get("stop_copy_ms"), "received": dm.get("bytes_received")}
+           "stop_copy_ms": sm.get("stop_copy_ms"), "received": dm.get("bytes_received"),
+           "devmem_pages_reported": sm.get("devmem_pages_reported")}
     # the device's own share of the downtime: QEMU's vmstate_downtime_* traces of its
     # vfio section (saved on the source, loaded on the destination: the server's load and
     # the decoders' reconcile), microseconds
@@ -320,6 +322,10 @@ def main():
             if dirtied else "device state / 8 MiB", "<= 1", st <= bound)
         row("migrate_stop_copy_server_%s" % name, med(figs, "stop_copy_ms"), "ms",
             desc="the source server's time in stop-copy")
+        if med(figs, "devmem_pages_reported") is not None:
+            row("migrate_devmem_pages_reported_%s" % name, int(med(figs, "devmem_pages_reported")),
+                "pages", desc="device memory pages the device wrote, sent with RAM in "
+                "pre-copy (DMA logging reports), not in the device state")
         row("migrate_ram_bytes_%s" % name, int(med(figs, "ram_bytes")), "bytes",
             desc="QEMU's RAM stream: guest RAM and the CXL memory")
     for side in ("src", "dst"):
