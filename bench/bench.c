@@ -376,23 +376,34 @@ static void bench_roundtrip(void)
 	unpin_self();
 }
 
+/* One DEVICE_FEATURE of flags with its data; 0 or -1 (an error reply, or a reply of
+ * another length than rlen) */
+static int feature(struct vcxl_client *c, uint32_t flags, const void *data, size_t len, size_t rlen)
+{
+	uint8_t q[sizeof(struct vfio_device_feature) + 64];
+	struct vfio_device_feature f = {.argsz = (uint32_t)(sizeof(f) + rlen), .flags = flags};
+	struct vcxl_client_reply rep;
+	int rc;
+
+	if (len > sizeof(q) - sizeof(f))
+		return -1;
+	memcpy(q, &f, sizeof(f));
+	memcpy(q + sizeof(f), data, len);
+	rc = vcxl_client_raw(c, VFIO_USER_DEVICE_FEATURE, 0, q, sizeof(f) + len, NULL, 0, &rep);
+	if (rc)
+		return -1;
+	rc = (rep.hdr.flags & VFIO_USER_F_ERROR) || rep.len != sizeof(f) + rlen ? -1 : 0;
+	vcxl_client_reply_free(&rep);
+	return rc;
+}
+
 /* One DMA_LOGGING_REPORT; 0 or -1 */
 static int dirty_report(struct vcxl_client *c, uint64_t iova, uint64_t len, size_t bitmap)
 {
-	struct {
-		struct vfio_device_feature f;
-		struct vfio_user_dma_logging_report r;
-	} q = {{.argsz = (uint32_t)(sizeof(q) + bitmap),
-		.flags = VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT},
-	       {iova, len, 4096}};
-	struct vcxl_client_reply rep;
-	int rc = vcxl_client_raw(c, VFIO_USER_DEVICE_FEATURE, 0, &q, sizeof(q), NULL, 0, &rep);
+	struct vfio_user_dma_logging_report r = {iova, len, 4096};
 
-	if (rc)
-		return -1;
-	rc = (rep.hdr.flags & VFIO_USER_F_ERROR) || rep.len != sizeof(q) + bitmap ? -1 : 0;
-	vcxl_client_reply_free(&rep);
-	return rc;
+	return feature(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT, &r,
+		       sizeof(r), sizeof(r) + bitmap);
 }
 
 /* The DMA_LOGGING_REPORT QEMU sends for a 512 MiB RAM section at every dirty sync of a
@@ -410,23 +421,19 @@ static void bench_dirty_report(void)
 	uint32_t dvsec = find_dvsec_client(c);
 	int mfd = memfd_create("bench-guest", MFD_CLOEXEC);
 	struct {
-		struct vfio_device_feature f;
 		struct vfio_user_dma_logging_control ctl;
 		struct vfio_user_dma_logging_range r;
-	} st = {{.argsz = sizeof(st),
-		 .flags = VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START},
-		{.page_size = 4096, .num_ranges = 1},
-		{iova, len}};
-	struct vcxl_client_reply rep;
+	} st = {{.page_size = 4096, .num_ranges = 1}, {iova, len}};
 	if (mfd < 0 || ftruncate(mfd, (off_t)len) ||
 	    vcxl_client_dma_map(c, iova, len,
 				VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE, mfd, 0,
 				NULL) ||
-	    vcxl_client_raw(c, VFIO_USER_DEVICE_FEATURE, 0, &st, sizeof(st), NULL, 0, &rep)) {
+	    feature(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, &st,
+		    sizeof(st), sizeof(st))) {
 		fprintf(stderr, "bench: dirty logging setup failed\n");
+		stop_server(srv);
 		exit(1);
 	}
-	vcxl_client_reply_free(&rep);
 	const long iters = 500;
 	double rpt[RT_RUNS], rd[RT_RUNS];
 	uint32_t v = 0;
@@ -435,6 +442,7 @@ static void bench_dirty_report(void)
 		for (long i = 0; i < iters; i++)
 			if (dirty_report(c, iova, len, len / 4096 / 8)) {
 				fprintf(stderr, "bench: DMA_LOGGING_REPORT failed\n");
+				stop_server(srv);
 				exit(1);
 			}
 		rpt[r] = (now_ns() - t0) / (double)iters / 1000.0;

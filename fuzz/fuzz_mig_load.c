@@ -28,32 +28,6 @@
 static struct fz_dev dev;
 static bool dev_ready;
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-static void wr32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void wr64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
 /* Recompute what a writer would have: section CRCs (lengths clamped to the
  * bytes there), END's CRC and count, the header's length and CRC. */
 static void repair(uint8_t *s, size_t len)
@@ -63,26 +37,26 @@ static void repair(uint8_t *s, size_t len)
 
 	if (len < VCXL_MIG_HDR_LEN)
 		return;
-	wr64(s + 16, len);
+	vcxl_mig_wr64(s + 16, len);
 	while (len - off >= VCXL_MIG_SEC_HDR_LEN) {
 		uint8_t *h = s + off;
-		uint64_t plen = rd64(h + 8), room = len - off - VCXL_MIG_SEC_HDR_LEN;
+		uint64_t plen = vcxl_mig_rd64(h + 8), room = len - off - VCXL_MIG_SEC_HDR_LEN;
 
 		if (plen > room)
 			plen = room & ~7ull;
-		wr64(h + 8, plen);
-		if (rd32(h) == VCXL_MIG_SEC_END && plen >= VCXL_MIG_END_LEN) {
-			wr32(h + VCXL_MIG_SEC_HDR_LEN, vcxl_crc32(0, s, off));
-			wr32(h + VCXL_MIG_SEC_HDR_LEN + 4, nsec);
+		vcxl_mig_wr64(h + 8, plen);
+		if (vcxl_mig_rd32(h) == VCXL_MIG_SEC_END && plen >= VCXL_MIG_END_LEN) {
+			vcxl_mig_wr32(h + VCXL_MIG_SEC_HDR_LEN, vcxl_crc32(0, s, off));
+			vcxl_mig_wr32(h + VCXL_MIG_SEC_HDR_LEN + 4, nsec);
 		}
-		wr32(h + 16, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
+		vcxl_mig_wr32(h + 16, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
 		off += VCXL_MIG_SEC_HDR_LEN + ((plen + 7) & ~7ull);
 		nsec++;
-		if (rd32(h) == VCXL_MIG_SEC_END || off > len)
+		if (vcxl_mig_rd32(h) == VCXL_MIG_SEC_END || off > len)
 			break;
 	}
-	wr32(s + 28, 0);
-	wr32(s + 28, vcxl_crc32(0, s, VCXL_MIG_HDR_LEN));
+	vcxl_mig_wr32(s + 28, 0);
+	vcxl_mig_wr32(s + 28, vcxl_crc32(0, s, VCXL_MIG_HDR_LEN));
 }
 
 static bool any_committed(struct fz_dev *f)

@@ -43,45 +43,9 @@ uint32_t vcxl_crc32(uint32_t crc, const void *p, size_t n)
 	return (uint32_t)crc32_z(crc, p, n);
 }
 
-static void wr16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-static void wr32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-static void wr64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 /* ---- writer ---- */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int vcxl_mig_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -144,7 +108,7 @@ int vcxl_mig_put_u32(struct vcxl_mig_buf *b, uint32_t v)
 	uint8_t *d = vcxl_mig_reserve(b, 4);
 
 	if (d)
-		wr32(d, v);
+		vcxl_mig_wr32(d, v);
 	return b->err;
 }
 
@@ -153,7 +117,7 @@ int vcxl_mig_put_u64(struct vcxl_mig_buf *b, uint64_t v)
 	uint8_t *d = vcxl_mig_reserve(b, 8);
 
 	if (d)
-		wr64(d, v);
+		vcxl_mig_wr64(d, v);
 	return b->err;
 }
 
@@ -163,21 +127,21 @@ int vcxl_mig_begin(struct vcxl_mig_buf *b, const struct vcxl_mig_geom *g)
 
 	if (!h)
 		return b->err;
-	wr64(h + H_MAGIC, VCXL_MIG_MAGIC);
-	wr16(h + H_MAJOR, VCXL_MIG_VERSION_MAJOR);
-	wr16(h + H_MINOR, VCXL_MIG_VERSION_MINOR);
-	wr32(h + H_HDR_LEN, VCXL_MIG_HDR_LEN);
-	wr16(h + H_VENDOR, g->vendor);
-	wr16(h + H_DEVICE, g->device);
-	wr32(h + H_CLASS, g->class_code);
-	wr32(h + H_PERS, g->personality);
-	wr32(h + H_GDEC, g->guest_decoders);
-	wr32(h + H_HDEC, g->host_decoders);
-	wr32(h + H_CFGSZ, g->config_size);
-	wr64(h + H_MEM, g->mem_size);
-	wr64(h + H_REGION, g->region_size);
+	vcxl_mig_wr64(h + H_MAGIC, VCXL_MIG_MAGIC);
+	vcxl_mig_wr16(h + H_MAJOR, VCXL_MIG_VERSION_MAJOR);
+	vcxl_mig_wr16(h + H_MINOR, VCXL_MIG_VERSION_MINOR);
+	vcxl_mig_wr32(h + H_HDR_LEN, VCXL_MIG_HDR_LEN);
+	vcxl_mig_wr16(h + H_VENDOR, g->vendor);
+	vcxl_mig_wr16(h + H_DEVICE, g->device);
+	vcxl_mig_wr32(h + H_CLASS, g->class_code);
+	vcxl_mig_wr32(h + H_PERS, g->personality);
+	vcxl_mig_wr32(h + H_GDEC, g->guest_decoders);
+	vcxl_mig_wr32(h + H_HDEC, g->host_decoders);
+	vcxl_mig_wr32(h + H_CFGSZ, g->config_size);
+	vcxl_mig_wr64(h + H_MEM, g->mem_size);
+	vcxl_mig_wr64(h + H_REGION, g->region_size);
 	for (unsigned i = 0; i < VCXL_MIG_NUM_BARS; i++)
-		wr64(h + H_BARS + 8 * i, g->bar_size[i]);
+		vcxl_mig_wr64(h + H_BARS + 8 * i, g->bar_size[i]);
 	return 0;
 }
 
@@ -188,8 +152,8 @@ int vcxl_mig_sec_begin(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags)
 
 	b->sec_at = at;
 	if (h) {
-		wr32(h + S_TYPE, type);
-		wr32(h + S_FLAGS, flags);
+		vcxl_mig_wr32(h + S_TYPE, type);
+		vcxl_mig_wr32(h + S_FLAGS, flags);
 	}
 	return b->err;
 }
@@ -229,7 +193,7 @@ static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
 
 	if (n > VCXL_MIG_ZR_MAX || n < 2 * ZR_MIN_RUN)
 		return 0;
-	wr64(out, n);
+	vcxl_mig_wr64(out, n);
 	while (i < n) {
 		size_t z = zr_zeros(raw, i, n), lit = i + z, end;
 
@@ -242,8 +206,8 @@ static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
 		}
 		if (o + VCXL_MIG_ZR_REC_LEN + (end - lit) > limit)
 			return 0;
-		wr32(out + o, (uint32_t)z);
-		wr32(out + o + 4, (uint32_t)(end - lit));
+		vcxl_mig_wr32(out + o, (uint32_t)z);
+		vcxl_mig_wr32(out + o + 4, (uint32_t)(end - lit));
 		memcpy(out + o + VCXL_MIG_ZR_REC_LEN, raw + lit, end - lit);
 		o += VCXL_MIG_ZR_REC_LEN + (end - lit);
 		i = end;
@@ -264,7 +228,7 @@ static void zr_section(struct vcxl_mig_buf *b)
 	if (clen) {
 		memcpy(raw, tmp, clen);
 		b->len = b->sec_at + VCXL_MIG_SEC_HDR_LEN + clen;
-		wr32(h + S_FLAGS, rd32(h + S_FLAGS) | VCXL_MIG_SEC_ZERO_RUNS);
+		vcxl_mig_wr32(h + S_FLAGS, vcxl_mig_rd32(h + S_FLAGS) | VCXL_MIG_SEC_ZERO_RUNS);
 	}
 	free(tmp);
 }
@@ -284,11 +248,13 @@ static int zr_decode(const uint8_t *p, uint64_t len, struct zr_buf **out, uint64
 	uint8_t *d;
 
 	if (len < VCXL_MIG_ZR_HDR_LEN)
-		return fail(err, errlen, "section %s: zero-run coding without its length", name);
-	n = rd64(p);
+		return vcxl_mig_fail(err, errlen, "section %s: zero-run coding without its length",
+				     name);
+	n = vcxl_mig_rd64(p);
 	if (n > VCXL_MIG_ZR_MAX)
-		return fail(err, errlen, "section %s: decodes to %llu bytes, more than %llu", name,
-			    (unsigned long long)n, (unsigned long long)VCXL_MIG_ZR_MAX);
+		return vcxl_mig_fail(err, errlen,
+				     "section %s: decodes to %llu bytes, more than %llu", name,
+				     (unsigned long long)n, (unsigned long long)VCXL_MIG_ZR_MAX);
 	b = calloc(1, sizeof(*b) + n);
 	if (!b)
 		return -ENOMEM;
@@ -298,8 +264,8 @@ static int zr_decode(const uint8_t *p, uint64_t len, struct zr_buf **out, uint64
 
 		if (len - i < VCXL_MIG_ZR_REC_LEN)
 			goto bad;
-		z = rd32(p + i);
-		lit = rd32(p + i + 4);
+		z = vcxl_mig_rd32(p + i);
+		lit = vcxl_mig_rd32(p + i + 4);
 		i += VCXL_MIG_ZR_REC_LEN;
 		if (z > n - o || lit > n - o - z || lit > len - i)
 			goto bad;
@@ -315,8 +281,8 @@ static int zr_decode(const uint8_t *p, uint64_t len, struct zr_buf **out, uint64
 	return 0;
 bad:
 	free(b);
-	return fail(err, errlen, "section %s: zero-run coding corrupt at byte %llu", name,
-		    (unsigned long long)i);
+	return vcxl_mig_fail(err, errlen, "section %s: zero-run coding corrupt at byte %llu", name,
+			     (unsigned long long)i);
 }
 
 int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
@@ -335,8 +301,8 @@ int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
 	if (b->count_only)
 		return 0;
 	uint8_t *h = b->data + b->sec_at;
-	wr64(h + S_LEN, plen);
-	wr32(h + S_CRC, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
+	vcxl_mig_wr64(h + S_LEN, plen);
+	vcxl_mig_wr32(h + S_CRC, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
 	return 0;
 }
 
@@ -351,11 +317,11 @@ int vcxl_mig_finish(struct vcxl_mig_buf *b)
 		return b->err;
 	if (!b->count_only) {
 		/* the header's length and CRC first: the END CRC covers them */
-		wr64(b->data + H_LEN, b->len);
-		wr32(b->data + H_CRC, 0);
-		wr32(b->data + H_CRC, vcxl_crc32(0, b->data, VCXL_MIG_HDR_LEN));
-		wr32(e, vcxl_crc32(0, b->data, end_at));
-		wr32(e + 4, nsec);
+		vcxl_mig_wr64(b->data + H_LEN, b->len);
+		vcxl_mig_wr32(b->data + H_CRC, 0);
+		vcxl_mig_wr32(b->data + H_CRC, vcxl_crc32(0, b->data, VCXL_MIG_HDR_LEN));
+		vcxl_mig_wr32(e, vcxl_crc32(0, b->data, end_at));
+		vcxl_mig_wr32(e + 4, nsec);
 	}
 	return vcxl_mig_sec_end(b);
 }
@@ -376,46 +342,47 @@ int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vc
 
 	memset(it, 0, sizeof(*it));
 	memset(h, 0, sizeof(*h));
-	if (len < 8 || rd64(p + H_MAGIC) != VCXL_MIG_MAGIC)
-		return fail(err, errlen, "not a vcxl device state (bad magic)");
+	if (len < 8 || vcxl_mig_rd64(p + H_MAGIC) != VCXL_MIG_MAGIC)
+		return vcxl_mig_fail(err, errlen, "not a vcxl device state (bad magic)");
 	if (len < VCXL_MIG_HDR_LEN)
-		return fail(err, errlen, "stream truncated in its header (%zu bytes)", len);
-	h->magic = rd64(p + H_MAGIC);
-	h->major = rd16(p + H_MAJOR);
-	h->minor = rd16(p + H_MINOR);
-	h->hdr_len = rd32(p + H_HDR_LEN);
-	h->stream_len = rd64(p + H_LEN);
-	h->flags = rd32(p + H_FLAGS);
+		return vcxl_mig_fail(err, errlen, "stream truncated in its header (%zu bytes)",
+				     len);
+	h->magic = vcxl_mig_rd64(p + H_MAGIC);
+	h->major = vcxl_mig_rd16(p + H_MAJOR);
+	h->minor = vcxl_mig_rd16(p + H_MINOR);
+	h->hdr_len = vcxl_mig_rd32(p + H_HDR_LEN);
+	h->stream_len = vcxl_mig_rd64(p + H_LEN);
+	h->flags = vcxl_mig_rd32(p + H_FLAGS);
 	if (h->major != VCXL_MIG_VERSION_MAJOR)
-		return fail(err, errlen, "stream version %u.%u, this server reads %u.x", h->major,
-			    h->minor, VCXL_MIG_VERSION_MAJOR);
+		return vcxl_mig_fail(err, errlen, "stream version %u.%u, this server reads %u.x",
+				     h->major, h->minor, VCXL_MIG_VERSION_MAJOR);
 	if (h->hdr_len != VCXL_MIG_HDR_LEN)
-		return fail(err, errlen, "header length %u, expected %u", h->hdr_len,
-			    VCXL_MIG_HDR_LEN);
+		return vcxl_mig_fail(err, errlen, "header length %u, expected %u", h->hdr_len,
+				     VCXL_MIG_HDR_LEN);
 	memcpy(tmp, p, sizeof(tmp));
-	wr32(tmp + H_CRC, 0);
-	if (vcxl_crc32(0, tmp, sizeof(tmp)) != rd32(p + H_CRC))
-		return fail(err, errlen, "header checksum mismatch");
+	vcxl_mig_wr32(tmp + H_CRC, 0);
+	if (vcxl_crc32(0, tmp, sizeof(tmp)) != vcxl_mig_rd32(p + H_CRC))
+		return vcxl_mig_fail(err, errlen, "header checksum mismatch");
 	if (h->flags)
-		return fail(err, errlen, "unknown header flags 0x%x", h->flags);
+		return vcxl_mig_fail(err, errlen, "unknown header flags 0x%x", h->flags);
 	for (unsigned i = H_RESERVED; i < VCXL_MIG_HDR_LEN; i++)
 		if (p[i])
-			return fail(err, errlen, "reserved header byte %u not zero", i);
+			return vcxl_mig_fail(err, errlen, "reserved header byte %u not zero", i);
 	if (h->stream_len != len)
-		return fail(err, errlen, "stream is %zu bytes, its header says %llu (%s)", len,
-			    (unsigned long long)h->stream_len,
-			    len < h->stream_len ? "truncated" : "trailing bytes");
-	h->geom.vendor = rd16(p + H_VENDOR);
-	h->geom.device = rd16(p + H_DEVICE);
-	h->geom.class_code = rd32(p + H_CLASS);
-	h->geom.personality = rd32(p + H_PERS);
-	h->geom.guest_decoders = rd32(p + H_GDEC);
-	h->geom.host_decoders = rd32(p + H_HDEC);
-	h->geom.config_size = rd32(p + H_CFGSZ);
-	h->geom.mem_size = rd64(p + H_MEM);
-	h->geom.region_size = rd64(p + H_REGION);
+		return vcxl_mig_fail(err, errlen, "stream is %zu bytes, its header says %llu (%s)",
+				     len, (unsigned long long)h->stream_len,
+				     len < h->stream_len ? "truncated" : "trailing bytes");
+	h->geom.vendor = vcxl_mig_rd16(p + H_VENDOR);
+	h->geom.device = vcxl_mig_rd16(p + H_DEVICE);
+	h->geom.class_code = vcxl_mig_rd32(p + H_CLASS);
+	h->geom.personality = vcxl_mig_rd32(p + H_PERS);
+	h->geom.guest_decoders = vcxl_mig_rd32(p + H_GDEC);
+	h->geom.host_decoders = vcxl_mig_rd32(p + H_HDEC);
+	h->geom.config_size = vcxl_mig_rd32(p + H_CFGSZ);
+	h->geom.mem_size = vcxl_mig_rd64(p + H_MEM);
+	h->geom.region_size = vcxl_mig_rd64(p + H_REGION);
 	for (unsigned i = 0; i < VCXL_MIG_NUM_BARS; i++)
-		h->geom.bar_size[i] = rd64(p + H_BARS + 8 * i);
+		h->geom.bar_size[i] = vcxl_mig_rd64(p + H_BARS + 8 * i);
 	it->s = p;
 	it->len = len;
 	it->off = VCXL_MIG_HDR_LEN;
@@ -431,45 +398,50 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 	if (it->ended)
 		return 0;
 	if (it->len - it->off < VCXL_MIG_SEC_HDR_LEN)
-		return fail(err, errlen, "stream truncated at byte %zu: no END section", it->off);
+		return vcxl_mig_fail(err, errlen, "stream truncated at byte %zu: no END section",
+				     it->off);
 	h = it->s + it->off;
-	*type = rd32(h + S_TYPE);
-	*flags = rd32(h + S_FLAGS);
-	plen = rd64(h + S_LEN);
+	*type = vcxl_mig_rd32(h + S_TYPE);
+	*flags = vcxl_mig_rd32(h + S_FLAGS);
+	plen = vcxl_mig_rd64(h + S_LEN);
 	if (*type <= it->last_type)
-		return fail(err, errlen, "section %s (%u) at byte %zu %s", vcxl_mig_sec_name(*type),
-			    *type, it->off, *type == it->last_type ? "duplicated" : "out of order");
+		return vcxl_mig_fail(err, errlen, "section %s (%u) at byte %zu %s",
+				     vcxl_mig_sec_name(*type), *type, it->off,
+				     *type == it->last_type ? "duplicated" : "out of order");
 	if (*flags & ~VCXL_MIG_SEC_FLAGS)
-		return fail(err, errlen, "section %s: unknown flags 0x%x", vcxl_mig_sec_name(*type),
-			    *flags);
-	if (rd32(h + S_RSVD))
-		return fail(err, errlen, "section %s: reserved field not zero",
-			    vcxl_mig_sec_name(*type));
+		return vcxl_mig_fail(err, errlen, "section %s: unknown flags 0x%x",
+				     vcxl_mig_sec_name(*type), *flags);
+	if (vcxl_mig_rd32(h + S_RSVD))
+		return vcxl_mig_fail(err, errlen, "section %s: reserved field not zero",
+				     vcxl_mig_sec_name(*type));
 	padded = plen + (VCXL_MIG_ALIGN - plen % VCXL_MIG_ALIGN) % VCXL_MIG_ALIGN;
 	if (plen > it->len || padded > it->len - it->off - VCXL_MIG_SEC_HDR_LEN)
-		return fail(err, errlen, "section %s: %llu bytes, past the end of the stream",
-			    vcxl_mig_sec_name(*type), (unsigned long long)plen);
+		return vcxl_mig_fail(err, errlen,
+				     "section %s: %llu bytes, past the end of the stream",
+				     vcxl_mig_sec_name(*type), (unsigned long long)plen);
 	*p = h + VCXL_MIG_SEC_HDR_LEN;
 	*len = plen;
-	if (vcxl_crc32(0, *p, plen) != rd32(h + S_CRC))
-		return fail(err, errlen, "section %s: checksum mismatch", vcxl_mig_sec_name(*type));
+	if (vcxl_crc32(0, *p, plen) != vcxl_mig_rd32(h + S_CRC))
+		return vcxl_mig_fail(err, errlen, "section %s: checksum mismatch",
+				     vcxl_mig_sec_name(*type));
 	for (uint64_t i = plen; i < padded; i++)
 		if ((*p)[i])
-			return fail(err, errlen, "section %s: padding not zero",
-				    vcxl_mig_sec_name(*type));
+			return vcxl_mig_fail(err, errlen, "section %s: padding not zero",
+					     vcxl_mig_sec_name(*type));
 	if (*type == VCXL_MIG_SEC_END) {
 		if (*flags & VCXL_MIG_SEC_ZERO_RUNS)
-			return fail(err, errlen, "END section zero-run coded");
+			return vcxl_mig_fail(err, errlen, "END section zero-run coded");
 		if (plen != VCXL_MIG_END_LEN)
-			return fail(err, errlen, "END section of %llu bytes",
-				    (unsigned long long)plen);
-		if (rd32(*p) != vcxl_crc32(0, it->s, it->off))
-			return fail(err, errlen, "stream checksum mismatch");
-		if (rd32(*p + 4) != it->nsec)
-			return fail(err, errlen, "END counts %u sections, the stream has %u",
-				    rd32(*p + 4), it->nsec);
+			return vcxl_mig_fail(err, errlen, "END section of %llu bytes",
+					     (unsigned long long)plen);
+		if (vcxl_mig_rd32(*p) != vcxl_crc32(0, it->s, it->off))
+			return vcxl_mig_fail(err, errlen, "stream checksum mismatch");
+		if (vcxl_mig_rd32(*p + 4) != it->nsec)
+			return vcxl_mig_fail(err, errlen,
+					     "END counts %u sections, the stream has %u",
+					     vcxl_mig_rd32(*p + 4), it->nsec);
 		if (it->off + VCXL_MIG_SEC_HDR_LEN + padded != it->len)
-			return fail(err, errlen, "bytes after the END section");
+			return vcxl_mig_fail(err, errlen, "bytes after the END section");
 		it->ended = true;
 		return 0;
 	}
@@ -518,14 +490,14 @@ uint32_t vcxl_mig_get_u32(struct vcxl_mig_rd *r)
 {
 	const uint8_t *p = vcxl_mig_get(r, 4);
 
-	return p ? rd32(p) : 0;
+	return p ? vcxl_mig_rd32(p) : 0;
 }
 
 uint64_t vcxl_mig_get_u64(struct vcxl_mig_rd *r)
 {
 	const uint8_t *p = vcxl_mig_get(r, 8);
 
-	return p ? rd64(p) : 0;
+	return p ? vcxl_mig_rd64(p) : 0;
 }
 
 const char *vcxl_mig_sec_name(uint32_t type)

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <endian.h>
 
 #define VCXL_MIG_MAGIC	       0x0a47494d4c584356ull /* "VCXLMIG\n" */
 #define VCXL_MIG_VERSION_MAJOR 1		     /* a reader refuses another major */
@@ -92,6 +94,46 @@ enum vcxl_mig_sec_type {
 	VCXL_MIG_SEC_END = 0xffff, /* {u32 crc of all before, u32 sections before} */
 };
 #define VCXL_MIG_END_LEN 8u
+
+/* Little-endian fields of a stream (every integer in it) */
+static inline void vcxl_mig_wr16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+static inline void vcxl_mig_wr32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+static inline void vcxl_mig_wr64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+static inline uint16_t vcxl_mig_rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+static inline uint32_t vcxl_mig_rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+static inline uint64_t vcxl_mig_rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+/* A refusal's reason into err (when err and errlen): -EINVAL, for
+ * "return vcxl_mig_fail(err, errlen, ...)" wherever a stream is refused. */
+int vcxl_mig_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- writer ---- */
 struct vcxl_mig_buf {

@@ -19,7 +19,6 @@
  */
 #include <errno.h>
 #include <linux/pci_regs.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,20 +53,6 @@ struct model_mig_stage {
 	uint16_t bg_opcode;
 	uint8_t lsa[VCXL_MODEL_T3_LSA_SIZE];
 };
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* ---- which bytes are whose --------------------------------------------- */
 
@@ -357,11 +342,12 @@ static int stage_rf(const struct vcxl_regfile *rf, const char *what, const uint8
 	uint32_t bad = 0;
 
 	if (len != vcxl_rf_state_len(rf))
-		return fail(err, errlen, "%s: %llu bytes, this device has %zu", what,
-			    (unsigned long long)len, vcxl_rf_state_len(rf));
+		return vcxl_mig_fail(err, errlen, "%s: %llu bytes, this device has %zu", what,
+				     (unsigned long long)len, vcxl_rf_state_len(rf));
 	if (vcxl_rf_check_state(rf, p, len, take, ntake, live, nlive, &bad))
-		return fail(err, errlen, "%s: register byte 0x%x differs from this device's layout",
-			    what, bad);
+		return vcxl_mig_fail(err, errlen,
+				     "%s: register byte 0x%x differs from this device's layout",
+				     what, bad);
 	*out = malloc(len);
 	if (!*out)
 		return -ENOMEM;
@@ -389,21 +375,23 @@ static int stage_job(struct vcxl_model *m, struct model_mig_stage *s, const uint
 	s->jobs_done = vcxl_mig_get_u64(&r);
 	latched = vcxl_mig_get_u32(&r);
 	if (vcxl_mig_get_u32(&r) || vcxl_mig_get_u64(&r))
-		return fail(err, errlen, "MODEL_JOB: reserved fields not zero");
+		return vcxl_mig_fail(err, errlen, "MODEL_JOB: reserved fields not zero");
 	if (len != JOB_STATE_LEN || !vcxl_mig_rd_done(&r))
-		return fail(err, errlen, "MODEL_JOB: %llu bytes, expected %u",
-			    (unsigned long long)len, JOB_STATE_LEN);
+		return vcxl_mig_fail(err, errlen, "MODEL_JOB: %llu bytes, expected %u",
+				     (unsigned long long)len, JOB_STATE_LEN);
 	if (active > 1 || latched > 1)
-		return fail(err, errlen, "MODEL_JOB: flags %u/%u not booleans", active, latched);
+		return vcxl_mig_fail(err, errlen, "MODEL_JOB: flags %u/%u not booleans", active,
+				     latched);
 	if (!active &&
 	    (j.op || j.flags || j.vector || j.src || j.dst || j.len || j.pattern || j.done))
-		return fail(err, errlen, "MODEL_JOB: an idle engine with a job");
+		return vcxl_mig_fail(err, errlen, "MODEL_JOB: an idle engine with a job");
 	if (active && (!model_job_valid(m, &j) || !j.len || j.done >= j.len))
-		return fail(err, errlen,
-			    "MODEL_JOB: job op %u flags 0x%x src 0x%llx dst 0x%llx len 0x%llx "
-			    "done 0x%llx cannot run on this device",
-			    j.op, j.flags, (unsigned long long)j.src, (unsigned long long)j.dst,
-			    (unsigned long long)j.len, (unsigned long long)j.done);
+		return vcxl_mig_fail(
+		    err, errlen,
+		    "MODEL_JOB: job op %u flags 0x%x src 0x%llx dst 0x%llx len 0x%llx "
+		    "done 0x%llx cannot run on this device",
+		    j.op, j.flags, (unsigned long long)j.src, (unsigned long long)j.dst,
+		    (unsigned long long)j.len, (unsigned long long)j.done);
 	j.active = active;
 	j.backward = j.op == ACCEL_OP_COPY && !(j.flags & ACCEL_JOBF_SRC_HOST) &&
 		     !(j.flags & ACCEL_JOBF_DST_HOST) && j.dst > j.src && j.dst - j.src < j.len;
@@ -424,13 +412,14 @@ static int stage_bar0(struct vcxl_model *m, struct model_mig_stage *s, const uin
 	comp = vcxl_mig_get_u64(&r);
 	map = vcxl_mig_get(&r, BAR0_MAP_BYTES);
 	if (!map)
-		return fail(err, errlen, "MODEL_BAR0 truncated");
+		return vcxl_mig_fail(err, errlen, "MODEL_BAR0 truncated");
 	if (size != VCXL_MODEL_BAR0_SIZE || comp != m->comp_off)
-		return fail(err, errlen,
-			    "MODEL_BAR0: BAR0 of 0x%llx with the component block at 0x%llx, "
-			    "this device: 0x%x at 0x%llx",
-			    (unsigned long long)size, (unsigned long long)comp,
-			    VCXL_MODEL_BAR0_SIZE, (unsigned long long)m->comp_off);
+		return vcxl_mig_fail(
+		    err, errlen,
+		    "MODEL_BAR0: BAR0 of 0x%llx with the component block at 0x%llx, "
+		    "this device: 0x%x at 0x%llx",
+		    (unsigned long long)size, (unsigned long long)comp, VCXL_MODEL_BAR0_SIZE,
+		    (unsigned long long)m->comp_off);
 	n = 0;
 	for (uint64_t pg = 0; pg < BAR0_PAGES; pg++)
 		n += (map[pg / 8] >> (pg % 8)) & 1;
@@ -444,14 +433,16 @@ static int stage_bar0(struct vcxl_model *m, struct model_mig_stage *s, const uin
 		if (!(map[pg / 8] & (1u << (pg % 8))))
 			continue;
 		if (bar0_page_is_comp(m, pg))
-			return fail(err, errlen, "MODEL_BAR0: a page of the component block");
+			return vcxl_mig_fail(err, errlen,
+					     "MODEL_BAR0: a page of the component block");
 		if (!(d = vcxl_mig_get(&r, VCXL_MIG_PAGE)))
-			return fail(err, errlen, "MODEL_BAR0 truncated at page %llu",
-				    (unsigned long long)pg);
+			return vcxl_mig_fail(err, errlen, "MODEL_BAR0 truncated at page %llu",
+					     (unsigned long long)pg);
 		memcpy(s->bar0 + n++ * VCXL_MIG_PAGE, d, VCXL_MIG_PAGE);
 	}
 	if (!vcxl_mig_rd_done(&r))
-		return fail(err, errlen, "MODEL_BAR0: %zu bytes after its pages", r.len - r.off);
+		return vcxl_mig_fail(err, errlen, "MODEL_BAR0: %zu bytes after its pages",
+				     r.len - r.off);
 	return 0;
 }
 
@@ -467,10 +458,11 @@ static int stage_t3(struct vcxl_model *m, struct model_mig_stage *s, const uint8
 	int rc;
 
 	if (!model_is_type3(m))
-		return fail(err, errlen, "MODEL_T3 section for an accelerator");
+		return vcxl_mig_fail(err, errlen, "MODEL_T3 section for an accelerator");
 	if (len != rfl + MEMDEV_T3_FIXED + sizeof(s->lsa))
-		return fail(err, errlen, "MODEL_T3: %llu bytes, expected %zu",
-			    (unsigned long long)len, rfl + MEMDEV_T3_FIXED + sizeof(s->lsa));
+		return vcxl_mig_fail(err, errlen, "MODEL_T3: %llu bytes, expected %zu",
+				     (unsigned long long)len,
+				     rfl + MEMDEV_T3_FIXED + sizeof(s->lsa));
 	rc = stage_rf(&m->memdevrf, "MODEL_T3", p, rfl, NULL, 0, &live, 1, &s->memdev, err, errlen);
 	if (rc)
 		return rc;
@@ -485,7 +477,7 @@ static int stage_t3(struct vcxl_model *m, struct model_mig_stage *s, const uint8
 	s->ts_now = vcxl_mig_get_u64(&r);
 	q = vcxl_mig_get(&r, sizeof(s->lsa));
 	if (!q || !vcxl_mig_rd_done(&r) || ts_valid > 1 || bg > 1 || scan > 1 || op > 0xffff)
-		return fail(err, errlen, "MODEL_T3: bad mailbox state");
+		return vcxl_mig_fail(err, errlen, "MODEL_T3: bad mailbox state");
 	memcpy(s->lsa, q, sizeof(s->lsa));
 	s->ts_valid = ts_valid;
 	s->bg_running = bg;
@@ -503,7 +495,7 @@ int model_mig_stage(void *dev, uint32_t type, const uint8_t *p, uint64_t len, ch
 	if (!s)
 		return -ENOMEM;
 	if (type < VCXL_MIG_SEC_BE_FIRST || type > VCXL_MIG_SEC_BE_LAST || (s->have & BIT_OF(type)))
-		return fail(err, errlen, "section %u not the model's, or twice", type);
+		return vcxl_mig_fail(err, errlen, "section %u not the model's, or twice", type);
 	switch (type) {
 	case VCXL_MIG_SEC_MODEL_CFG:
 		if (stage_rf(&m->cfgrf, "MODEL_CFG", p, len, cfg_take, N(cfg_take), NULL, 0,
@@ -528,7 +520,7 @@ int model_mig_stage(void *dev, uint32_t type, const uint8_t *p, uint64_t len, ch
 			return -EINVAL;
 		break;
 	default:
-		return fail(err, errlen, "section %u unknown to the model", type);
+		return vcxl_mig_fail(err, errlen, "section %u unknown to the model", type);
 	}
 	s->have |= BIT_OF(type);
 	return 0;
@@ -555,11 +547,6 @@ static void commit_bar0(struct vcxl_model *m, const struct model_mig_stage *s)
 	}
 }
 
-static uint32_t le32_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 int model_mig_commit(void *dev, char *err, size_t errlen)
 {
 	struct vcxl_model *m = dev;
@@ -570,13 +557,15 @@ int model_mig_commit(void *dev, char *err, size_t errlen)
 	bool busy;
 
 	if (!s || (s->have & need) != need)
-		return fail(err, errlen, "the device's state is incomplete (sections 0x%x of 0x%x)",
-			    s ? s->have : 0, need);
-	busy = le32_at(s->bar2 + ACCEL_REG_STATUS) & ACCEL_STATUS_BUSY;
+		return vcxl_mig_fail(err, errlen,
+				     "the device's state is incomplete (sections 0x%x of 0x%x)",
+				     s ? s->have : 0, need);
+	busy = vcxl_mig_rd32(s->bar2 + ACCEL_REG_STATUS) & ACCEL_STATUS_BUSY;
 	if (busy != s->job.active ||
-	    le32_at(s->bar2 + ACCEL_REG_JOBS_DONE) != (uint32_t)s->jobs_done)
-		return fail(err, errlen, "MODEL_BAR2 and MODEL_JOB disagree (BUSY %d, job %d)",
-			    busy, s->job.active);
+	    vcxl_mig_rd32(s->bar2 + ACCEL_REG_JOBS_DONE) != (uint32_t)s->jobs_done)
+		return vcxl_mig_fail(err, errlen,
+				     "MODEL_BAR2 and MODEL_JOB disagree (BUSY %d, job %d)", busy,
+				     s->job.active);
 	/* nothing below fails */
 	vcxl_rf_load_state(&m->cfgrf, s->cfg, cfg_take, N(cfg_take));
 	vcxl_rf_load_state(&m->bar2rf, s->bar2, bar2_take, N(bar2_take));

@@ -12,7 +12,6 @@
  * committed; on any error nothing is applied and the device is reset.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,20 +41,6 @@ struct vmig_stage {
 	unsigned vcfg_ntake;
 	struct vcxl_mig_iter it; /* owns the decoded payloads staged above */
 };
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static bool vmig_capable(const struct vcxl_vdev *v)
 {
@@ -87,30 +72,33 @@ static int geom_check(struct vcxl_vdev *v, const struct vcxl_mig_geom *s, char *
 	vmig_geom(v, &h);
 	if (s->vendor != h.vendor || s->device != h.device || s->class_code != h.class_code ||
 	    s->personality != h.personality)
-		return fail(err, errlen,
-			    "geometry: device %04x:%04x class %06x (%s) in the stream, this is "
-			    "%04x:%04x class %06x (%s)",
-			    s->vendor, s->device, s->class_code,
-			    s->personality == VCXL_MIG_PERS_TYPE3 ? "type3" : "accel", h.vendor,
-			    h.device, h.class_code,
-			    h.personality == VCXL_MIG_PERS_TYPE3 ? "type3" : "accel");
+		return vcxl_mig_fail(
+		    err, errlen,
+		    "geometry: device %04x:%04x class %06x (%s) in the stream, this is "
+		    "%04x:%04x class %06x (%s)",
+		    s->vendor, s->device, s->class_code,
+		    s->personality == VCXL_MIG_PERS_TYPE3 ? "type3" : "accel", h.vendor, h.device,
+		    h.class_code, h.personality == VCXL_MIG_PERS_TYPE3 ? "type3" : "accel");
 	if (s->mem_size != h.mem_size || s->region_size != h.region_size)
-		return fail(err, errlen,
-			    "geometry: device memory 0x%llx, region 0x%llx in the stream; this "
-			    "device: 0x%llx, 0x%llx (--mem-size, --region-size must match)",
-			    (unsigned long long)s->mem_size, (unsigned long long)s->region_size,
-			    (unsigned long long)h.mem_size, (unsigned long long)h.region_size);
+		return vcxl_mig_fail(
+		    err, errlen,
+		    "geometry: device memory 0x%llx, region 0x%llx in the stream; this "
+		    "device: 0x%llx, 0x%llx (--mem-size, --region-size must match)",
+		    (unsigned long long)s->mem_size, (unsigned long long)s->region_size,
+		    (unsigned long long)h.mem_size, (unsigned long long)h.region_size);
 	if (s->guest_decoders != h.guest_decoders || s->host_decoders != h.host_decoders)
-		return fail(err, errlen,
-			    "geometry: %u virtual / %u device decoders in the stream, this "
-			    "device %u / %u (--decoders must match)",
-			    s->guest_decoders, s->host_decoders, h.guest_decoders, h.host_decoders);
+		return vcxl_mig_fail(
+		    err, errlen,
+		    "geometry: %u virtual / %u device decoders in the stream, this "
+		    "device %u / %u (--decoders must match)",
+		    s->guest_decoders, s->host_decoders, h.guest_decoders, h.host_decoders);
 	if (s->config_size != h.config_size)
-		return fail(err, errlen, "geometry: config space of %u bytes, this device %u",
-			    s->config_size, h.config_size);
+		return vcxl_mig_fail(err, errlen,
+				     "geometry: config space of %u bytes, this device %u",
+				     s->config_size, h.config_size);
 	for (unsigned i = 0; i < VCXL_MIG_NUM_BARS; i++)
 		if (s->bar_size[i] != h.bar_size[i])
-			return fail(
+			return vcxl_mig_fail(
 			    err, errlen, "geometry: BAR%u of 0x%llx bytes, this device 0x%llx", i,
 			    (unsigned long long)s->bar_size[i], (unsigned long long)h.bar_size[i]);
 	return 0;
@@ -322,11 +310,11 @@ static int stage_vcfg(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 		live[nlive++] = (struct vcxl_rf_range){doe + PCI_DOE_READ, 4};
 	}
 	if (len != vcxl_rf_state_len(&v->vcfg))
-		return fail(err, errlen, "VCFG: %llu bytes, expected %zu", (unsigned long long)len,
-			    vcxl_rf_state_len(&v->vcfg));
+		return vcxl_mig_fail(err, errlen, "VCFG: %llu bytes, expected %zu",
+				     (unsigned long long)len, vcxl_rf_state_len(&v->vcfg));
 	if (vcxl_rf_check_state(&v->vcfg, p, len, s->vcfg_take, s->vcfg_ntake, live, nlive, &bad))
-		return fail(err, errlen, "VCFG: config byte 0x%x differs from this device's layout",
-			    bad);
+		return vcxl_mig_fail(
+		    err, errlen, "VCFG: config byte 0x%x differs from this device's layout", bad);
 	s->vcfg = p;
 	return 0;
 }
@@ -337,7 +325,7 @@ static int stage_vdoe(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 	struct vcxl_mig_rd r;
 
 	if (!v->has_doe)
-		return fail(err, errlen, "VDOE section for a device without DOE");
+		return vcxl_mig_fail(err, errlen, "VDOE section for a device without DOE");
 	vcxl_mig_rd_init(&r, p, len);
 	s->doe.req_len = vcxl_mig_get_u32(&r);
 	s->doe.rsp_len = vcxl_mig_get_u32(&r);
@@ -345,14 +333,14 @@ static int stage_vdoe(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 	s->doe.busy = vcxl_mig_get_u32(&r);
 	if (r.bad || s->doe.req_len > DOE_REQ_WORDS || s->doe.rsp_len > DOE_RSP_WORDS ||
 	    s->doe.rsp_pos > s->doe.rsp_len || s->doe.busy > 1)
-		return fail(err, errlen, "VDOE: exchange state out of range");
+		return vcxl_mig_fail(err, errlen, "VDOE: exchange state out of range");
 	for (unsigned i = 0; i < DOE_REQ_WORDS; i++)
 		s->doe.req[i] = vcxl_mig_get_u32(&r);
 	for (unsigned i = 0; i < s->doe.rsp_len; i++)
 		s->doe.rsp[i] = vcxl_mig_get_u32(&r);
 	if (!vcxl_mig_rd_done(&r))
-		return fail(err, errlen, "VDOE: %llu bytes do not match its lengths",
-			    (unsigned long long)len);
+		return vcxl_mig_fail(err, errlen, "VDOE: %llu bytes do not match its lengths",
+				     (unsigned long long)len);
 	return 0;
 }
 
@@ -375,16 +363,19 @@ static int check_decoders(struct vcxl_vdev *v, const uint8_t *st, char *err, siz
 
 		vcxl_hdm_decoder_get(h, i, &d);
 		if ((d.ctrl & CXL_HDM_DEC_CTRL_COMMITTED) && (d.ctrl & CXL_HDM_DEC_CTRL_COMMIT_ERR))
-			rc = fail(err, errlen, "VCOMP: decoder %u both Committed and in error", i);
+			rc = vcxl_mig_fail(err, errlen,
+					   "VCOMP: decoder %u both Committed and in error", i);
 		else if ((d.ctrl & CXL_HDM_DEC_CTRL_COMMITTED) &&
 			 !(d.ctrl & CXL_HDM_DEC_CTRL_COMMIT))
-			rc = fail(err, errlen, "VCOMP: decoder %u Committed without Commit", i);
+			rc = vcxl_mig_fail(err, errlen,
+					   "VCOMP: decoder %u Committed without Commit", i);
 		else if (d.committed && (e = vcxl_hdm_check(h, i, &d)) != VCXL_HDM_OK)
-			rc = fail(err, errlen,
-				  "VCOMP: decoder %u committed at 0x%llx size 0x%llx breaks the "
-				  "commit rules here: %s",
-				  i, (unsigned long long)d.base, (unsigned long long)d.size,
-				  vcxl_hdm_err_str(e));
+			rc = vcxl_mig_fail(
+			    err, errlen,
+			    "VCOMP: decoder %u committed at 0x%llx size 0x%llx breaks the "
+			    "commit rules here: %s",
+			    i, (unsigned long long)d.base, (unsigned long long)d.size,
+			    vcxl_hdm_err_str(e));
 	}
 	vcxl_rf_load_state(&v->vcomp, old, NULL, 0);
 	free(old);
@@ -399,15 +390,15 @@ static int stage_vcomp(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t 
 	uint32_t bad = 0;
 
 	if (len != vcxl_rf_state_len(&v->vcomp))
-		return fail(err, errlen, "VCOMP: %llu bytes, expected %zu", (unsigned long long)len,
-			    vcxl_rf_state_len(&v->vcomp));
+		return vcxl_mig_fail(err, errlen, "VCOMP: %llu bytes, expected %zu",
+				     (unsigned long long)len, vcxl_rf_state_len(&v->vcomp));
 	/* Committed and Error Not Committed are the decoder's answer, not the guest's */
 	for (unsigned i = 0; i < h->count; i++)
 		live[i] = (struct vcxl_rf_range){h->off + CXL_HDM_DEC_CTRL(i), 4};
 	if (vcxl_rf_check_state(&v->vcomp, p, len, NULL, 0, live, h->count, &bad))
-		return fail(err, errlen,
-			    "VCOMP: component register byte 0x%x differs from this device's layout",
-			    bad);
+		return vcxl_mig_fail(
+		    err, errlen,
+		    "VCOMP: component register byte 0x%x differs from this device's layout", bad);
 	s->vcomp = p;
 	return check_decoders(v, p, err, errlen);
 }
@@ -423,7 +414,7 @@ static int stage_vmbox(struct vmig_stage *s, const uint8_t *p, uint64_t len, cha
 	s->mbox_inflight = vcxl_mig_get_u32(&r);
 	if (len != VMBOX_LEN || !vcxl_mig_rd_done(&r) || s->mbox_refused > 1 ||
 	    s->mbox_op > 0xffff || s->mbox_inflight > 1)
-		return fail(err, errlen, "VMBOX: bad mailbox flags");
+		return vcxl_mig_fail(err, errlen, "VMBOX: bad mailbox flags");
 	return 0;
 }
 
@@ -445,22 +436,23 @@ static int check_host(struct vcxl_vdev *v, const uint8_t *p, uint64_t len, char 
 	nregs = vcxl_mig_get_u32(&rd);
 	vcxl_mig_get_u32(&rd);
 	if (rd.bad)
-		return fail(err, errlen, "HOST truncated");
+		return vcxl_mig_fail(err, errlen, "HOST truncated");
 	if (dec != r->decoder || fw != r->firmware || size != r->size || dpa != r->dpa ||
 	    skip != r->skip || hpa != r->hpa)
-		return fail(err, errlen,
-			    "host region differs: decoder %u%s HPA 0x%llx size 0x%llx DPA 0x%llx "
-			    "in the stream, here decoder %u%s HPA 0x%llx size 0x%llx DPA 0x%llx",
-			    dec, fw ? " (firmware)" : "", (unsigned long long)hpa,
-			    (unsigned long long)size, (unsigned long long)dpa, r->decoder,
-			    r->firmware ? " (firmware)" : "", (unsigned long long)r->hpa,
-			    (unsigned long long)r->size, (unsigned long long)r->dpa);
+		return vcxl_mig_fail(
+		    err, errlen,
+		    "host region differs: decoder %u%s HPA 0x%llx size 0x%llx DPA 0x%llx "
+		    "in the stream, here decoder %u%s HPA 0x%llx size 0x%llx DPA 0x%llx",
+		    dec, fw ? " (firmware)" : "", (unsigned long long)hpa, (unsigned long long)size,
+		    (unsigned long long)dpa, r->decoder, r->firmware ? " (firmware)" : "",
+		    (unsigned long long)r->hpa, (unsigned long long)r->size,
+		    (unsigned long long)r->dpa);
 	if (vcxl_region_verify(r))
-		return fail(err, errlen, "host decoder %u does not decode the region here",
-			    r->decoder);
+		return vcxl_mig_fail(err, errlen, "host decoder %u does not decode the region here",
+				     r->decoder);
 	if (nregs != v->variant->nhost_regs)
-		return fail(err, errlen, "%u host register ranges in the stream, %u here", nregs,
-			    v->variant->nhost_regs);
+		return vcxl_mig_fail(err, errlen, "%u host register ranges in the stream, %u here",
+				     nregs, v->variant->nhost_regs);
 	for (unsigned i = 0; i < nregs; i++) {
 		uint8_t mine[HOST_REG_MAX];
 		uint32_t n = 0, sn = vcxl_mig_get_u32(&rd);
@@ -469,14 +461,15 @@ static int check_host(struct vcxl_vdev *v, const uint8_t *p, uint64_t len, char 
 		vcxl_mig_get_u32(&rd);
 		theirs = vcxl_mig_get(&rd, sn);
 		if (!theirs || host_regs_read(v, i, mine, &n) || n != sn || memcmp(mine, theirs, n))
-			return fail(err, errlen,
-				    "host register range %u (BAR%u +0x%llx) differs from this "
-				    "device's (the host programs it)",
-				    i, v->variant->host_regs[i].bar,
-				    (unsigned long long)v->variant->host_regs[i].off);
+			return vcxl_mig_fail(
+			    err, errlen,
+			    "host register range %u (BAR%u +0x%llx) differs from this "
+			    "device's (the host programs it)",
+			    i, v->variant->host_regs[i].bar,
+			    (unsigned long long)v->variant->host_regs[i].off);
 	}
 	if (!vcxl_mig_rd_done(&rd))
-		return fail(err, errlen, "HOST: trailing bytes");
+		return vcxl_mig_fail(err, errlen, "HOST: trailing bytes");
 	return 0;
 }
 
@@ -491,15 +484,15 @@ static int stage_devmem(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t
 	n = vcxl_mig_get_u64(&r);
 	if (r.bad || psz != VCXL_MIG_PAGE || n > pages || n > VCXL_MIG_DEVMEM_MAX / VCXL_MIG_PAGE ||
 	    len - r.off != n * (8 + VCXL_MIG_PAGE))
-		return fail(err, errlen, "DEVMEM: %llu pages of %llu bytes in %llu bytes",
-			    (unsigned long long)n, (unsigned long long)psz,
-			    (unsigned long long)len);
+		return vcxl_mig_fail(err, errlen, "DEVMEM: %llu pages of %llu bytes in %llu bytes",
+				     (unsigned long long)n, (unsigned long long)psz,
+				     (unsigned long long)len);
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t pg = vcxl_mig_get_u64(&r);
 		if (pg >= pages || (i && pg <= prev))
-			return fail(err, errlen,
-				    "DEVMEM: page %llu out of order or outside the region",
-				    (unsigned long long)pg);
+			return vcxl_mig_fail(err, errlen,
+					     "DEVMEM: page %llu out of order or outside the region",
+					     (unsigned long long)pg);
 		prev = pg;
 	}
 	s->devmem = p;
@@ -607,8 +600,8 @@ static int vmig_parse(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 			else if (flags & VCXL_MIG_SEC_OPTIONAL)
 				rc = 0; /* a newer minor's: skipped */
 			else
-				rc =
-				    fail(err, errlen, "unknown section %u (a newer vcxl's?)", type);
+				rc = vcxl_mig_fail(err, errlen,
+						   "unknown section %u (a newer vcxl's?)", type);
 		}
 		if (rc)
 			return rc < 0 ? rc : -EINVAL;
@@ -618,8 +611,8 @@ static int vmig_parse(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 	if (rc)
 		return rc;
 	if ((s->have & need) != need)
-		return fail(err, errlen, "the stream lacks sections (has 0x%x, needs 0x%x)",
-			    s->have, need);
+		return vcxl_mig_fail(
+		    err, errlen, "the stream lacks sections (has 0x%x, needs 0x%x)", s->have, need);
 	return 0;
 }
 
@@ -639,7 +632,8 @@ int vmig_load(void *dev, const uint8_t *st, size_t len, char *err, size_t errlen
 	rc = vmig_parse(v, s, st, len, err, errlen);
 	rc = rc ?: v->be->ops->mig_commit(v->be->dev, err, errlen);
 	if (!rc && (rc = vmig_apply(v, s)))
-		fail(err, errlen, "device memory could not be written (%s)", strerror(-rc));
+		vcxl_mig_fail(err, errlen, "device memory could not be written (%s)",
+			      strerror(-rc));
 	if (rc) {
 		v->be->ops->mig_abort(v->be->dev);
 		if (err && errlen && !err[0])

@@ -1326,18 +1326,6 @@ static int zr_read(const struct vcxl_mig_buf *b, char *err, size_t errlen)
 	return rc;
 }
 
-static void zr_put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void zr_put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
 static void test_zero_runs(void)
 {
 	static uint8_t raw[70000];
@@ -1374,41 +1362,41 @@ static void test_zero_runs(void)
 
 	/* hostile coded payloads: each refused with a reason, nothing read past the end */
 	memset(c, 0, sizeof(c));
-	zr_put64(c, 64); /* decodes to 64 bytes */
-	zr_put32(c + 8, 64);
-	zr_put32(c + 12, 0);
+	vcxl_mig_wr64(c, 64); /* decodes to 64 bytes */
+	vcxl_mig_wr32(c + 8, 64);
+	vcxl_mig_wr32(c + 12, 0);
 	zr_stream(&b, c, 16, VCXL_MIG_SEC_VCOMP);
 	is(zr_read(&b, err, sizeof(err)), 0, "a well-formed coded section (64 zero bytes) reads");
 	vcxl_mig_buf_free(&b);
-	zr_put32(c + 8, 65);
+	vcxl_mig_wr32(c + 8, 65);
 	zr_stream(&b, c, 16, VCXL_MIG_SEC_VCOMP);
 	ok(zr_read(&b, err, sizeof(err)) == -EINVAL && strstr(err, "corrupt"),
 	   "a zero run past the decoded length: refused (%s)", err);
 	vcxl_mig_buf_free(&b);
-	zr_put32(c + 8, 0);
-	zr_put32(c + 12, 64); /* 64 literal bytes, 8 present */
+	vcxl_mig_wr32(c + 8, 0);
+	vcxl_mig_wr32(c + 12, 64); /* 64 literal bytes, 8 present */
 	zr_stream(&b, c, 24, VCXL_MIG_SEC_VCOMP);
 	ok(zr_read(&b, err, sizeof(err)) == -EINVAL && strstr(err, "corrupt"),
 	   "a literal past the payload: refused (%s)", err);
 	vcxl_mig_buf_free(&b);
-	zr_put32(c + 8, 0xffffffffu);
-	zr_put32(c + 12, 0xffffffffu);
+	vcxl_mig_wr32(c + 8, 0xffffffffu);
+	vcxl_mig_wr32(c + 12, 0xffffffffu);
 	zr_stream(&b, c, 16, VCXL_MIG_SEC_VCOMP);
 	ok(zr_read(&b, err, sizeof(err)) == -EINVAL && strstr(err, "corrupt"),
 	   "counts that overflow: refused (%s)", err);
 	vcxl_mig_buf_free(&b);
-	zr_put32(c + 8, 32);
-	zr_put32(c + 12, 0);
+	vcxl_mig_wr32(c + 8, 32);
+	vcxl_mig_wr32(c + 12, 0);
 	zr_stream(&b, c, 16, VCXL_MIG_SEC_VCOMP);
 	ok(zr_read(&b, err, sizeof(err)) == -EINVAL && strstr(err, "corrupt"),
 	   "records short of the decoded length: refused (%s)", err);
 	vcxl_mig_buf_free(&b);
-	zr_put32(c + 8, 64);
+	vcxl_mig_wr32(c + 8, 64);
 	zr_stream(&b, c, 20, VCXL_MIG_SEC_VCOMP);
 	ok(zr_read(&b, err, sizeof(err)) == -EINVAL && strstr(err, "corrupt"),
 	   "half a record after the last: refused (%s)", err);
 	vcxl_mig_buf_free(&b);
-	zr_put64(c, VCXL_MIG_ZR_MAX + 1);
+	vcxl_mig_wr64(c, VCXL_MIG_ZR_MAX + 1);
 	zr_stream(&b, c, 16, VCXL_MIG_SEC_VCOMP);
 	ok(zr_read(&b, err, sizeof(err)) == -EINVAL && strstr(err, "decodes to"),
 	   "a decoded length over VCXL_MIG_ZR_MAX: refused before any allocation (%s)", err);
