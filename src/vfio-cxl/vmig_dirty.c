@@ -3,7 +3,7 @@
  * vfio-cxl core: the pages of device memory the device writes itself, handed
  * to the client through DMA logging (docs/migration.md section 3).
  *
- * The client (QEMU, vmm/qemu 0013) keeps the CXL region as a migratable RAM
+ * The client (QEMU, vmm/qemu 0016) keeps the CXL region as a migratable RAM
  * block mapped at the guest-physical base of every committed virtual HDM
  * decoder, maps those windows for DMA and logs them: on each dirty sync it
  * sends DMA_LOGGING_REPORT over them and copies the pages reported with the

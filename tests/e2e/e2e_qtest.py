@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""e2e_qtest.py - QEMU under the qtest accelerator as a CXL switch topology's firmware and
+driver (no guest), shared by tests/e2e/switch-doe.py and switch-fw.py:
+
+  Tap()                   TAP output: .ok(cond, desc, diag), .note(text), .end() -> exit code
+  QTest(listener)         QEMU's qtest protocol (docs/devel/testing/qtest.rst) once QEMU
+                          connected: .cmd(line), .rd(addr, size), .wr(addr, val, size),
+                          .wr_many([(addr, val)]) pipelined (thousands of writes a second)
+  cfg(bdf, off)           the ECAM address of a config register (q35, ECAM at ECAM)
+  ecam_on(qt)             the MCH's PCIEXBAR set to ECAM, as SeaBIOS does
+  find_ext_cap(qt, bdf, id), find_cm_cap(qt, bar, id)
+                          a PCIe extended capability / a CXL.cachemem capability
+  qemu_start(qemu, tmp, logdir, name, args, qtest_log)
+                          QEMU -accel qtest with a QMP socket: (Popen, QTest, QMP)
+  SWITCH                  the pxb-cxl -> cxl-rp -> cxl-upstream -> cxl-downstream arguments
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_qmp import qmp  # noqa: E402 (the e2e library)
+
+ECAM = 0xB0000000  # q35's PCIEXBAR, as SeaBIOS places it
+CM = 0x1000  # CXL.cachemem registers in the component register block (CXL r3.1 8.2.3)
+SWITCH = ["-machine", "q35,cxl=on,memory-backend=ram0",
+          "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
+          "-device", "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2",
+          "-device", "cxl-upstream,bus=rp0,id=us0",
+          "-device", "cxl-downstream,port=0,bus=us0,id=dsp0,chassis=0,slot=4",
+          "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
+RP, USP, DSP, DEV = (12, 0, 0), (13, 0, 0), (14, 0, 0), (15, 0, 0)
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, desc, diag=None):
+        self.n += 1
+        print(f"{'ok' if cond else 'not ok'} {self.n} - {desc}", flush=True)
+        if not cond:
+            self.failed += 1
+            self.note(diag or "")
+        return bool(cond)
+
+    @staticmethod
+    def note(text):
+        for line in str(text).splitlines():
+            print(f"# {line}", flush=True)
+
+    def end(self):
+        print(f"1..{self.n}", flush=True)
+        return 1 if self.failed or not self.n else 0
+
+
+class QTest:
+    """QEMU's qtest protocol: QEMU connects to our socket, one reply line a command."""
+
+    def __init__(self, listener, timeout=float(os.environ.get("QTEST_TIMEOUT", "30"))):
+        listener.settimeout(timeout)
+        self.s, _ = listener.accept()
+        self.s.settimeout(timeout)
+        self.buf = b""
+
+    def _reply(self, line):
+        while True:
+            while b"\n" not in self.buf:
+                chunk = self.s.recv(1 << 16)
+                if not chunk:
+                    raise RuntimeError("qtest: QEMU closed the connection")
+                self.buf += chunk
+            reply, self.buf = self.buf.split(b"\n", 1)
+            reply = reply.decode()
+            if reply.startswith("IRQ"):
+                continue  # an interrupt notification, not a reply
+            if not reply.startswith("OK"):
+                raise RuntimeError(f"qtest: {line!r} -> {reply!r}")
+            return reply[3:]
+
+    def cmd(self, line):
+        self.s.sendall(line.encode() + b"\n")
+        return self._reply(line)
+
+    def rd(self, addr, size=4):
+        return int(self.cmd(f"read{'bwlq'[[1, 2, 4, 8].index(size)]} 0x{addr:x}"), 16)
+
+    def wr(self, addr, val, size=4):
+        self.cmd(f"write{'bwlq'[[1, 2, 4, 8].index(size)]} 0x{addr:x} 0x{val:x}")
+
+    def wr_many(self, writes, window=64):
+        """dword writes, up to window commands in flight (their replies read behind them)"""
+        writes = list(writes)
+        sent = done = 0
+        while done < len(writes):
+            batch = writes[sent:min(len(writes), done + window)]
+            if batch:
+                self.s.sendall(b"".join(f"writel 0x{a:x} 0x{v:x}\n".encode() for a, v in batch))
+                sent += len(batch)
+            self._reply("writel")
+            done += 1
+
+
+def cfg(bdf, off=0):
+    bus, dev, fn = bdf
+    return ECAM + (bus << 20) + (dev << 15) + (fn << 12) + off
+
+
+def ecam_on(qt):
+    qt.cmd("outl 0xcf8 0x80000064")  # MCH PCIEXBAR (q35): ECAM at ECAM, 256 buses
+    qt.cmd("outl 0xcfc 0x0")
+    qt.cmd("outl 0xcf8 0x80000060")
+    qt.cmd(f"outl 0xcfc 0x{ECAM | 1:x}")
+
+
+def find_ext_cap(qt, bdf, cap_id):
+    off = 0x100
+    for _ in range(64):
+        hdr = qt.rd(cfg(bdf, off))
+        if hdr in (0, 0xFFFFFFFF):
+            return None
+        if hdr & 0xFFFF == cap_id:
+            return off
+        off = hdr >> 20
+        if not off:
+            return None
+    return None
+
+
+def find_cm_cap(qt, bar, cap_id):
+    """a CXL.cachemem capability's offset in the block (CXL r3.1 8.2.4: the header array)"""
+    hdr = qt.rd(bar + CM)
+    for i in range(1, ((hdr >> 24) & 0xFF) + 1):
+        ent = qt.rd(bar + CM + 4 * i)
+        if ent & 0xFFFF == cap_id:
+            return CM + (ent >> 20)
+    return None
+
+
+def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True):
+    qtp, qmpp = os.path.join(tmp, f"{name}.qtest"), os.path.join(tmp, f"{name}.qmp")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(qtp)
+    listener.listen(1)
+    argv = [qemu, "-nodefaults", "-accel", "qtest", "-qtest", f"unix:{qtp}",
+            "-object", "memory-backend-memfd,id=ram0,size=256M,share=on", "-m", "256M",
+            "-display", "none", "-monitor", "none", "-serial", "none", "-nic", "none",
+            "-qmp", f"unix:{qmpp},server=on,wait=off"] + args
+    argv[6:6] = ["-qtest-log",
+                 os.path.join(logdir, f"{name}.qtest.log") if qtest_log else "/dev/null"]
+    with open(os.path.join(logdir, f"{name}.qemu-cmd.log"), "w") as f:
+        f.write(" ".join(argv) + "\n")
+    log = open(os.path.join(logdir, f"{name}.qemu.log"), "w")
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        qt = QTest(listener)
+    finally:
+        listener.close()
+    end = time.monotonic() + 20
+    while not os.path.exists(qmpp):
+        if p.poll() is not None or time.monotonic() > end:
+            raise RuntimeError(f"{name} QEMU did not start")
+        time.sleep(0.05)
+    return p, qt, qmp(qmpp)

@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-e2e-switch.sh BUILDDIR doe|fw - the CXL-aware QEMU's CXL switch ports under the qtest
+# accelerator, no guest kernel (TAP; seconds once that QEMU is built):
+#   doe  tests/e2e/switch-doe.py: a guest writing more than the 2^18 dwords of the upstream
+#        port's DOE write mailbox gets DOE Error (stock QEMU wrote past the heap buffer and
+#        could crash); Abort clears it and a CDAT read works again (e2e-doe-overflow)
+#   fw   tests/e2e/switch-fw.py: a --firmware-committed vcxl device behind a CXL switch: the
+#        host bridge's decoder targets the root port, the upstream port's decoder the
+#        downstream port, at machine start and after system_reset (e2e-switch-fw)
+# Skips visibly (TAP "1..0 # SKIP") when the CXL-aware QEMU cannot be had (cxlmem-lib.sh:
+# VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU). Logs: BUILDDIR/e2e-switch-MODE/.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODE=${2:-}
+case "$MODE" in
+doe) NAME=e2e-doe-overflow ;;
+fw) NAME=e2e-switch-fw ;;
+*) echo "Bail out! usage: $0 BUILDDIR doe|fw"; exit 1 ;;
+esac
+CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
+CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-switch-$MODE"
+mkdir -p "$CXLMEM_LOGDIR"
+# shellcheck source=tests/e2e/cxlmem-lib.sh
+. "$HERE/cxlmem-lib.sh"
+
+skip_all() {
+	echo "SKIP $NAME: $1" >&2
+	echo "# SKIP $NAME: $1"
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+command -v python3 > /dev/null || skip_all "python3 not found (the QMP and qtest client)"
+[ "$MODE" = doe ] || [ -x "$CXLMEM_BUILD/src/tools/vcxl-server" ] ||
+	{ echo "Bail out! vcxl-server is not built"; exit 1; }
+t0=$(date +%s)
+cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
+echo "# CXL-aware QEMU: $CXLMEM_QEMU ($(($(date +%s) - t0)) s to find or build)"
+if [ "$MODE" = doe ]; then
+	exec python3 "$HERE/switch-doe.py" "$CXLMEM_QEMU" "$CXLMEM_LOGDIR"
+fi
+exec python3 "$HERE/switch-fw.py" "$CXLMEM_QEMU" "$CXLMEM_BUILD/src/tools/vcxl-server" \
+	"$CXLMEM_LOGDIR"
