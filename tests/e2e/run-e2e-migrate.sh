@@ -6,7 +6,7 @@
 #
 # Servers: `vcxl-server --mem-size 512M --decoders 2 --firmware-committed` (device memory a
 # sealed memfd: no --backing, no --trust-client), one per QEMU, all with the same options.
-# QEMUs: the CXL-aware QEMU (vmm/qemu/ 0009-0017), one command line for all of them (q35,
+# QEMUs: the CXL-aware QEMU (vmm/qemu/ 0009-0019), one command line for all of them (q35,
 # cxl=on, a pxb-cxl host bridge, one cxl-rp, a 4 GiB CXL window, the device as vfio-user-pci
 # vcxl0; a second serial line on a socket for the host's commands); only the socket paths
 # differ, and each destination adds -incoming defer (the restore: -incoming file:).
