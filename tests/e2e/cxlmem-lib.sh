@@ -7,6 +7,14 @@
 #                               -L options it needs: none with a firmware path), or returns 1 with the
 #                               reason in CXLMEM_WHY: $VCXL_QEMU_CXL, else the last line of
 #                               scripts/qemu-build.sh (builds once, cached under ~/.cache)
+#   cxlmem_noguest_prep PYWHY [noserver]
+#                               the start of a suite whose Python script drives the CXL-aware
+#                               QEMU with no guest (run-e2e-migrate-block.sh,
+#                               run-e2e-migrate-switch.sh, run-e2e-switch.sh): "Bail out!"
+#                               without $CXLMEM_BUILD's vcxl-server (unless noserver), skip_all
+#                               (E2E_NAME) without python3 ("python3 not found (PYWHY)") or
+#                               without the CXL-aware QEMU; else CXLMEM_QEMU set and how long
+#                               finding it took said
 #   cxlmem_guest OUT            kernel + initramfs with /bin/cxlmem-guest and init-cxlmem.sh
 #                               (the Debian 6.1 kernel and base initramfs of build-guest.sh)
 #   cxlmem_seed FILE            device memory seeded as cxlmem-guest.c expects (SEED ^ dpa)
@@ -108,6 +116,16 @@ cxlmem_qemu() {
 	fi
 	CXLMEM_QEMU=$q
 	cxlmem_fw_args "$CXLMEM_QEMU"
+}
+
+cxlmem_noguest_prep() { # cxlmem_noguest_prep PYWHY [noserver]
+	local t0
+	[ "${2:-}" = noserver ] || [ -x "$CXLMEM_BUILD/src/tools/vcxl-server" ] ||
+		{ echo "Bail out! vcxl-server is not built"; exit 1; }
+	command -v python3 > /dev/null || skip_all "python3 not found ($1)"
+	t0=$(date +%s)
+	cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
+	echo "# CXL-aware QEMU: $CXLMEM_QEMU ($(($(date +%s) - t0)) s to find or build)"
 }
 
 cxlmem_guest() { # cxlmem_guest OUT

@@ -1,18 +1,23 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """e2e_qtest.py - QEMU under the qtest accelerator as a CXL switch topology's firmware and
-driver (no guest), shared by tests/e2e/switch-doe.py and switch-fw.py:
+driver (no guest), shared by tests/e2e/switch-doe.py, switch-fw.py and migrate-switch.py:
 
   Tap()                   TAP output: .ok(cond, desc, diag), .note(text), .end() -> exit code
   QTest(listener)         QEMU's qtest protocol (docs/devel/testing/qtest.rst) once QEMU
                           connected: .cmd(line), .rd(addr, size), .wr(addr, val, size),
-                          .wr_many([(addr, val)]) pipelined (thousands of writes a second)
+                          .wr_many([(addr, val)]) pipelined (thousands of writes a second),
+                          .block(addr, length) bytes read a dword at a time
   cfg(bdf, off)           the ECAM address of a config register (q35, ECAM at ECAM)
   ecam_on(qt)             the MCH's PCIEXBAR set to ECAM, as SeaBIOS does
+  switch_on(qt, command)  ecam_on, then SWITCH's bus numbers, bridge windows and component
+                          register BARs (RP_BAR, USP_BAR, DSP_BAR) as firmware sets them
   find_ext_cap(qt, bdf, id), find_cm_cap(qt, bar, id)
                           a PCIe extended capability / a CXL.cachemem capability
-  qemu_start(qemu, tmp, logdir, name, args, qtest_log)
-                          QEMU -accel qtest with a QMP socket: (Popen, QTest, QMP)
+  qemu_start(qemu, tmp, logdir, name, args, qtest_log, procs)
+                          QEMU -accel qtest with a QMP socket: (Popen, QTest, QMP); the
+                          Popen also appended to the list procs (if given) once started
   SWITCH                  the pxb-cxl -> cxl-rp -> cxl-upstream -> cxl-downstream arguments
+  CDAT_HDR1               a CDAT table access data object's first dword (DOE)
 """
 import os
 import socket
@@ -32,6 +37,13 @@ SWITCH = ["-machine", "q35,cxl=on,memory-backend=ram0",
           "-device", "cxl-downstream,port=0,bus=us0,id=dsp0,chassis=0,slot=4",
           "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
 RP, USP, DSP, DEV = (12, 0, 0), (13, 0, 0), (14, 0, 0), (15, 0, 0)
+# the 32-bit MMIO switch_on hands out: each port's component register BAR (64 KiB) at the
+# bottom of the window of the bus it sits on, each bridge's window [base, WIN_LIMIT] above
+# its own BAR (rp0's BAR is on the pxb-cxl root bus, below rp0's window)
+RP_BAR, USP_BAR, DSP_BAR = 0xC0000000, 0xC0100000, 0xC0200000
+WIN = {RP: 0xC0100000, USP: 0xC0200000, DSP: 0xC0300000}
+WIN_LIMIT = 0xC07FFFFF
+CDAT_HDR1 = 0x1E98 | (2 << 16)  # CXL vendor ID, data object type 2: table access
 
 
 class Tap:
@@ -103,6 +115,10 @@ class QTest:
             self._reply("writel")
             done += 1
 
+    def block(self, addr, length):
+        """length bytes at addr, read a dword at a time (as a guest reads registers)"""
+        return b"".join(self.rd(addr + o).to_bytes(4, "little") for o in range(0, length, 4))
+
 
 def cfg(bdf, off=0):
     bus, dev, fn = bdf
@@ -114,6 +130,21 @@ def ecam_on(qt):
     qt.cmd("outl 0xcfc 0x0")
     qt.cmd("outl 0xcf8 0x80000060")
     qt.cmd(f"outl 0xcfc 0x{ECAM | 1:x}")
+
+
+def switch_on(qt, command=0x0006):
+    """ecam_on, then bus numbers, bridge windows and component register BARs of SWITCH's
+    ports, as firmware sets them; command: each port's Command register (0x0006: memory,
+    bus master)"""
+    ecam_on(qt)
+    for bdf, bar, sec, sub in ((RP, RP_BAR, 13, 15), (USP, USP_BAR, 14, 15),
+                               (DSP, DSP_BAR, 15, 15)):
+        qt.wr(cfg(bdf, 0x18), bdf[0] | (sec << 8) | (sub << 16))
+        qt.wr(cfg(bdf, 0x10), bar | 0x4)  # BAR0: 64-bit memory, the component registers
+        qt.wr(cfg(bdf, 0x14), 0)
+        qt.wr(cfg(bdf, 0x20), ((WIN[bdf] >> 16) & 0xFFF0) | (((WIN_LIMIT >> 16) & 0xFFF0) << 16))
+        qt.wr(cfg(bdf, 0x24), 0x0000FFF0)  # no prefetchable window
+        qt.wr(cfg(bdf, 0x04), command, 2)
 
 
 def find_ext_cap(qt, bdf, cap_id):
@@ -140,7 +171,7 @@ def find_cm_cap(qt, bar, cap_id):
     return None
 
 
-def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True):
+def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True, procs=None):
     qtp, qmpp = os.path.join(tmp, f"{name}.qtest"), os.path.join(tmp, f"{name}.qmp")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(qtp)
@@ -155,6 +186,8 @@ def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True):
         f.write(" ".join(argv) + "\n")
     log = open(os.path.join(logdir, f"{name}.qemu.log"), "w")
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    if procs is not None:
+        procs.append(p)  # the caller stops it, even when it never connects
     try:
         qt = QTest(listener)
     finally:

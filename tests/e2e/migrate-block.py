@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_qmp import JsonLines, Relay, qmp, server_start  # noqa: E402 (the e2e library)
+from e2e_qmp import JsonLines, Relay, proc_stop, qmp, server_start  # noqa: E402 (the e2e library)
 
 QEMU, SERVER, LOGDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 VCXL_VENDOR = 0x8086
@@ -182,13 +182,7 @@ def main():
         run(tmp)
     finally:
         for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            proc_stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
     note(f"{time.monotonic() - t0:.1f} s")
     print(f"1..{n}", flush=True)

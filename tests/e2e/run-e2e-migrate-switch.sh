@@ -12,24 +12,14 @@
 # Seconds: no guest boots. Skips visibly (TAP "1..0 # SKIP") when the CXL-aware QEMU cannot
 # be had (cxlmem-lib.sh: VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU). Logs: BUILDDIR/e2e-migrate-switch/.
 set -u
+E2E_NAME=e2e-migrate-switch
 HERE=$(cd "$(dirname "$0")" && pwd)
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
-CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-migrate-switch"
+CXLMEM_LOGDIR="$CXLMEM_BUILD/$E2E_NAME"
 mkdir -p "$CXLMEM_LOGDIR"
 # shellcheck source=tests/e2e/cxlmem-lib.sh
 . "$HERE/cxlmem-lib.sh"
 
-skip_all() {
-	echo "SKIP e2e-migrate-switch: $1" >&2
-	echo "# SKIP e2e-migrate-switch: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
-
-[ -x "$CXLMEM_BUILD/src/tools/vcxl-server" ] || { echo "Bail out! vcxl-server is not built"; exit 1; }
-command -v python3 > /dev/null || skip_all "python3 not found (the QMP and qtest client)"
-t0=$(date +%s)
-cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
-echo "# CXL-aware QEMU: $CXLMEM_QEMU ($(($(date +%s) - t0)) s to find or build)"
+cxlmem_noguest_prep "the QMP and qtest client"
 exec python3 "$HERE/migrate-switch.py" "$CXLMEM_QEMU" "$CXLMEM_BUILD/src/tools/vcxl-server" \
 	"$CXLMEM_LOGDIR"

@@ -14,8 +14,8 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 MODE=${2:-}
 case "$MODE" in
-doe) NAME=e2e-doe-overflow ;;
-fw) NAME=e2e-switch-fw ;;
+doe) E2E_NAME=e2e-doe-overflow NOSERVER=noserver ;; # switch-doe.py runs no vcxl-server
+fw) E2E_NAME=e2e-switch-fw NOSERVER="" ;;
 *) echo "Bail out! usage: $0 BUILDDIR doe|fw"; exit 1 ;;
 esac
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
@@ -24,19 +24,7 @@ mkdir -p "$CXLMEM_LOGDIR"
 # shellcheck source=tests/e2e/cxlmem-lib.sh
 . "$HERE/cxlmem-lib.sh"
 
-skip_all() {
-	echo "SKIP $NAME: $1" >&2
-	echo "# SKIP $NAME: $1"
-	echo "1..0 # SKIP $1"
-	exit 0
-}
-
-command -v python3 > /dev/null || skip_all "python3 not found (the QMP and qtest client)"
-[ "$MODE" = doe ] || [ -x "$CXLMEM_BUILD/src/tools/vcxl-server" ] ||
-	{ echo "Bail out! vcxl-server is not built"; exit 1; }
-t0=$(date +%s)
-cxlmem_qemu || skip_all "no CXL-aware QEMU: $CXLMEM_WHY"
-echo "# CXL-aware QEMU: $CXLMEM_QEMU ($(($(date +%s) - t0)) s to find or build)"
+cxlmem_noguest_prep "the QMP and qtest client" "$NOSERVER"
 if [ "$MODE" = doe ]; then
 	exec python3 "$HERE/switch-doe.py" "$CXLMEM_QEMU" "$CXLMEM_LOGDIR"
 fi

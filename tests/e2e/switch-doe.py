@@ -24,14 +24,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_qtest import (RP, SWITCH, USP, Tap, cfg, ecam_on,  # noqa: E402 (the e2e library)
-                       find_ext_cap, qemu_start)
+from e2e_qtest import (CDAT_HDR1, RP, SWITCH, USP, Tap, cfg,  # noqa: E402 (the e2e library)
+                       ecam_on, find_ext_cap, qemu_start)
 
 QEMU, LOGDIR = sys.argv[1], sys.argv[2]
 DOE_CTRL, DOE_STATUS, DOE_WR, DOE_RD = 0x08, 0x0C, 0x10, 0x14
 ABORT, GO = 1 << 0, 1 << 31
 ST_BUSY, ST_ERROR, ST_READY = 1 << 0, 1 << 2, 1 << 31
-CDAT_HDR1 = 0x1E98 | (2 << 16)  # CXL vendor ID, data object type 2: table access
 MAX_DW = 1 << 18
 t = Tap()
 

@@ -27,30 +27,27 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_qmp import proc_stop, server_start  # noqa: E402 (the e2e library)
-from e2e_qtest import (DEV, DSP, RP, USP, Tap, cfg, ecam_on,  # noqa: E402
-                       find_cm_cap, qemu_start)
+from e2e_qtest import (DEV, USP, USP_BAR, Tap, cfg, find_cm_cap,  # noqa: E402
+                       qemu_start, switch_on)
 
 QEMU, SERVER, LOGDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 RP_PN, DSP_PN = 3, 5
-RP_BAR, USP_BAR, DSP_BAR = 0xC0000000, 0xC0100000, 0xC0200000
-WIN = {RP: 0xC0100000, USP: 0xC0200000, DSP: 0xC0300000}
-WIN_LIMIT = 0xC07FFFFF
 SIZE = 256 << 20
 COMMITTED, LOCK_ON_COMMIT = 1 << 10, 1 << 8
 t = Tap()
 
 
-def program(qt):
-    """bus numbers, bridge windows and component register BARs, as firmware sets them"""
-    ecam_on(qt)
-    for bdf, bar, sec, sub in ((RP, RP_BAR, 13, 15), (USP, USP_BAR, 14, 15),
-                               (DSP, DSP_BAR, 15, 15)):
-        qt.wr(cfg(bdf, 0x18), bdf[0] | (sec << 8) | (sub << 16))
-        qt.wr(cfg(bdf, 0x10), bar | 0x4)  # BAR0: 64-bit memory, the component registers
-        qt.wr(cfg(bdf, 0x14), 0)
-        qt.wr(cfg(bdf, 0x20), ((WIN[bdf] >> 16) & 0xFFF0) | (((WIN_LIMIT >> 16) & 0xFFF0) << 16))
-        qt.wr(cfg(bdf, 0x24), 0x0000FFF0)
-        qt.wr(cfg(bdf, 0x04), 0x0006, 2)  # memory, bus master
+def switch_args(sock, upstream, downstream):
+    """QEMU's arguments for the module's topology with the switch's ports of these types,
+    vcxl0 (the server at sock) behind the downstream port"""
+    dev = ('{"driver":"vfio-user-pci","socket":{"type":"unix","path":"%s"},"id":"vcxl0",'
+           '"bus":"dsp0"}' % sock)
+    return ["-machine", "q35,cxl=on,memory-backend=ram0",
+            "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,hdm_for_passthrough=on",
+            "-device", f"cxl-rp,port={RP_PN},bus=cxl.1,id=rp0,chassis=0,slot=2",
+            "-device", f"{upstream},bus=rp0,id=us0",
+            "-device", f"{downstream},port={DSP_PN},bus=us0,id=dsp0,chassis=0,slot=4",
+            "-device", dev, "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
 
 
 def decoders(qt, comp):
@@ -87,15 +84,8 @@ def run(tmp):
                              "--firmware-committed"], os.path.join(LOGDIR, "srv.log"))
     if not t.ok(why is None, "vcxl-server --firmware-committed listens", why):
         return
-    dev = ('{"driver":"vfio-user-pci","socket":{"type":"unix","path":"%s"},"id":"vcxl0",'
-           '"bus":"dsp0"}' % sock)
-    args = ["-machine", "q35,cxl=on,memory-backend=ram0",
-            "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,hdm_for_passthrough=on",
-            "-device", f"cxl-rp,port={RP_PN},bus=cxl.1,id=rp0,chassis=0,slot=2",
-            "-device", "cxl-upstream,bus=rp0,id=us0",
-            "-device", f"cxl-downstream,port={DSP_PN},bus=us0,id=dsp0,chassis=0,slot=4",
-            "-device", dev, "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G",
-            "-trace", "vfio_cxl_firmware_commit*"]
+    args = switch_args(sock, "cxl-upstream", "cxl-downstream") + [
+        "-trace", "vfio_cxl_firmware_commit*"]
     p, qt, q = qemu_start(QEMU, tmp, LOGDIR, "fw", args)
     try:
         mtree = q.cmd("human-monitor-command", **{"command-line": "info mtree"})["return"]
@@ -106,7 +96,7 @@ def run(tmp):
             return
         hb, win = int(hb.group(1), 16), int(win.group(1), 16)
         t.note(f"host bridge registers at {hb:#x}, CXL window at {win:#x}")
-        program(qt)
+        switch_on(qt)  # the ECAM, bus numbers, windows, BARs
         vid = qt.rd(cfg(DEV))
         t.ok(vid & 0xFFFF == 0x8086, f"vcxl0 answers through the switch at 15:00.0 ({vid:#010x})")
         check(qt, hb, win, "at machine start")
@@ -125,7 +115,7 @@ def run(tmp):
         time.sleep(0.5)
         st = qt.rd(cfg(USP, 0x18))
         t.note(f"us0's bus numbers after the reset: {st:#x} (reprogrammed to read its registers)")
-        program(qt)
+        switch_on(qt)  # the ECAM, bus numbers, windows, BARs
         check(qt, hb, win, "after system_reset")
         q.cmd("quit")
         p.wait(20)
@@ -145,14 +135,7 @@ def run_plain_switch(tmp):
                              "--firmware-committed"], os.path.join(LOGDIR, "srv2.log"))
     if not t.ok(why is None, "a second vcxl-server --firmware-committed listens", why):
         return
-    dev = ('{"driver":"vfio-user-pci","socket":{"type":"unix","path":"%s"},"id":"vcxl0",'
-           '"bus":"dsp0"}' % sock)
-    args = ["-machine", "q35,cxl=on,memory-backend=ram0",
-            "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,hdm_for_passthrough=on",
-            "-device", f"cxl-rp,port={RP_PN},bus=cxl.1,id=rp0,chassis=0,slot=2",
-            "-device", "x3130-upstream,bus=rp0,id=us0",
-            "-device", f"xio3130-downstream,port={DSP_PN},bus=us0,id=dsp0,chassis=0,slot=4",
-            "-device", dev, "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"]
+    args = switch_args(sock, "x3130-upstream", "xio3130-downstream")
     p, qt, q = qemu_start(QEMU, tmp, LOGDIR, "plain", args)
     try:
         q.cmd("system_reset")
