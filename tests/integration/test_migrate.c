@@ -328,6 +328,7 @@ static const char *devmem_of(const uint8_t *s, size_t len, char *buf, size_t ble
 		if (!n)
 			snprintf(buf, blen, "none");
 	}
+	vcxl_mig_close(&it);
 	return buf;
 }
 
