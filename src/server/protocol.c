@@ -188,9 +188,13 @@ static int dma_map_device(struct vcxl_conn *c, uint64_t iova)
 	if (!c->ops->dma_map || !dm)
 		return 0;
 	if (!dm->ptr) {
-		vcxl_log(VCXL_LOG_WARN,
-			 "%s: DMA window [0x%llx, +0x%llx) has no fd: the device cannot reach it",
-			 conn_name(c), (unsigned long long)dm->iova, (unsigned long long)dm->size);
+		/* QEMU maps its ROMs and the device's own BARs so, again at every
+		 * remap: a client's warning, rate-limited as its protocol errors */
+		vcxl_log_limited(&c->log_rl, conn_name(c), VCXL_LOG_WARN,
+				 "%s: DMA window [0x%llx, +0x%llx) has no fd: the device cannot "
+				 "reach it",
+				 conn_name(c), (unsigned long long)dm->iova,
+				 (unsigned long long)dm->size);
 		return 0;
 	}
 	/* the device's own mapping pins the window: within the pinned budget */

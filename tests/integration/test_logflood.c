@@ -4,7 +4,8 @@
  * flood of bad messages wrote 45 MB of log in 5 s, drowning every other
  * device's lines): 5,000 rejected messages on device 0 give at most a few
  * windows' worth of "protocol error" lines and a "suppressed" count, and
- * device 1's own warning still appears.
+ * device 1's own warning still appears. So do 5,000 DMA windows without an
+ * fd, each a warning that the device cannot reach it.
  */
 #include "harness.h"
 #include "tap.h"
@@ -26,6 +27,26 @@ static int bad_messages(const char *sock, int n)
 			break;
 		got += (rep.hdr.flags & VFIO_USER_F_ERROR) != 0;
 		vcxl_client_reply_free(&rep);
+	}
+	vcxl_client_close(c);
+	return got;
+}
+
+/* DMA_MAP of a window without an fd (which the device cannot reach: a
+ * warning), then its DMA_UNMAP, n times: how many maps were accepted */
+static int fdless_maps(const char *sock, int n)
+{
+	struct vcxl_client *c = NULL;
+	int got = 0;
+
+	if (vcxl_client_connect(sock, &c))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (vcxl_client_dma_map(c, 0xc0000, 0x20000, VFIO_USER_F_DMA_REGION_READ, -1, 0,
+					NULL) ||
+		    vcxl_client_dma_unmap(c, 0xc0000, 0x20000, 0))
+			break;
+		got++;
 	}
 	vcxl_client_close(c);
 	return got;
@@ -53,6 +74,11 @@ int main(int argc, char **argv)
 	ok(lines >= VCXL_LOG_RATE_BURST && lines <= limit,
 	   "device 0's protocol errors in the log: %d of %d (at most %d)", lines, NBAD, limit);
 	is(h_log_count(&h, "dev1: " VCXL_PROTO_ERR_PREFIX), 1, "device 1's warning is there");
+	is(fdless_maps(s0, NBAD), NBAD,
+	   "device 0's client: %d DMA windows without an fd, each unmapped", NBAD);
+	lines = h_log_count(&h, "has no fd");
+	ok(lines >= 1 && lines <= limit, "their warnings in the log: %d of %d (at most %d)", lines,
+	   NBAD, limit);
 	is(h_stop(&h), 0, "server exits cleanly");
 	h_cleanup(&h);
 	return done();
