@@ -25,12 +25,24 @@
 # VCXL_E2E_BUILD_QEMU=0). VCXL_E2E_T2_APPEND: more for the guest's command line (e.g.
 # dyndbg="file drivers/cxl/* +p" for the CXL core's decisions).
 # Logs: BUILDDIR/e2e-type2/.
+#
+# run-e2e-type2.sh BUILDDIR switch (meson test e2e-type2-switch): the same guest and checks
+# with the device behind a CXL switch: pxb-cxl (hdm_for_passthrough=on) -> cxl-rp ->
+# cxl-upstream -> cxl-downstream -> vfio-user-pci. QEMU (vmm/qemu 0020) commits the host
+# bridge's decoder towards the root port and the upstream port's towards the downstream
+# port; here the region is also checked against the upstream port's trace line. Logs:
+# BUILDDIR/e2e-type2-switch/.
 set -u
-E2E_NAME=e2e-type2
+TOPO=${2:-rp}
+case "$TOPO" in
+rp) E2E_NAME=e2e-type2 ;;
+switch) E2E_NAME=e2e-type2-switch ;;
+*) echo "Bail out! topology '$TOPO': rp or switch"; exit 1 ;;
+esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
-CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-type2"
+CXLMEM_LOGDIR="$CXLMEM_BUILD/$E2E_NAME"
 LOG=$CXLMEM_LOGDIR
 MEM_SIZE=512M
 mkdir -p "$LOG"
@@ -92,14 +104,24 @@ else
 fi
 
 dev="{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"$SOCK\"}"
-dev="$dev,\"id\":\"vcxl0\",\"bus\":\"rp0\",\"x-cxl\":true}"
+# the device on the root port, or behind the switch on its downstream port
+# shellcheck disable=SC2054 # commas inside QEMU option values
+topo=(-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2)
+devbus=rp0
+if [ "$TOPO" = switch ]; then
+	# shellcheck disable=SC2054 # commas inside QEMU option values
+	topo+=(-device cxl-upstream,bus=rp0,id=us0
+		-device cxl-downstream,port=0,bus=us0,id=dsp0,chassis=0,slot=4)
+	devbus=dsp0
+fi
+dev="$dev,\"id\":\"vcxl0\",\"bus\":\"$devbus\",\"x-cxl\":true}"
 # shellcheck disable=SC2054 # commas inside QEMU option values
 args=(-L /usr/share/seabios -L /usr/share/qemu -nodefaults "${E2E_TCG_ARGS[@]}"
 	-object "memory-backend-memfd,id=ram0,size=$CXLMEM_GUEST_RAM,share=on"
 	-m "$CXLMEM_GUEST_RAM" -nographic -serial stdio -monitor none -no-reboot -nic none
 	-machine q35,cxl=on,memory-backend=ram0
 	-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,hdm_for_passthrough=on
-	-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+	"${topo[@]}"
 	-device "$dev"
 	-M "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
 	-trace "vfio_cxl_firmware_commit*"
@@ -148,6 +170,31 @@ if [ -n "$fwbase" ] && [ "$((fwbase))" = "$((${rbase:-0}))" ] && [ "$((fwsize))"
 	tap OK "the guest's region is the one QEMU committed as firmware ($fw; $hb) and of the server's size ($MEM_SIZE)"
 else
 	tap FAIL "the guest's region is the one QEMU committed as firmware (QEMU: '$fw'; guest: '$reg')"
+fi
+if [ "$TOPO" = switch ]; then
+	# the switch upstream port's decoder QEMU committed: over the region, towards dsp0 (port 0)
+	usp=$(grep -a -o 'switch upstream port [^ ]* decoder [0-9]* committed at 0x[0-9a-f]* size 0x[0-9a-f]* target port [0-9]*' "$con" | head -1)
+	ubase=$(echo "$usp" | awk '{print $9}')
+	usize=$(echo "$usp" | awk '{print $11}')
+	uport=$(echo "$usp" | awk '{print $14}')
+	if [ -n "$ubase" ] && [ "$((ubase))" = "$((${rbase:-0}))" ] && [ "$((usize))" = "$((${rsize:-0}))" ] &&
+		[ "$uport" = 0 ]; then
+		tap OK "the switch upstream port's decoder QEMU committed covers the guest's region, target dsp0 ($usp)"
+	else
+		tap FAIL "the switch upstream port's decoder QEMU committed covers the guest's region, target dsp0 (QEMU: '$usp'; guest: '$reg')"
+	fi
+	# the guest's CXL bus (init-type2.sh's listing): the endpoint below a switch port below
+	# the host bridge's port, and that switch port's decoder over the region, locked
+	ep=$(grep -a -o -m1 'endpoint[0-9]* -> platform/ACPI0017:00/root0/port[0-9]*/port[0-9]*/endpoint[0-9]*' "$con")
+	swp=$(echo "$ep" | sed -n 's|.*/root0/port[0-9]*/port\([0-9]*\)/endpoint.*|\1|p')
+	swd=""
+	[ -n "$swp" ] && swd=$(grep -a -o -m1 "decoder$swp\.[0-9]*: start ${rbase:-none} size ${rsize:-none} locked 1" "$con")
+	if [ -n "$swd" ]; then
+		tap OK "the guest's endpoint is below the switch (${ep#* -> platform/ACPI0017:00/}), its port$swp's $swd"
+	else
+		tap FAIL "the guest's endpoint is below the switch and the switch port's decoder is over the region, locked (endpoint: '$ep'; port$swp decoder: '$swd')"
+		grep -a -E '^(endpoint|port|decoder)[0-9]' "$con" | head -20 | diag
+	fi
 fi
 
 # ---- on the host: the guest's bytes in device memory ----
