@@ -279,23 +279,34 @@ static struct json_object *device_status(struct vcxl_control *c, unsigned i, int
 	return d;
 }
 
+/* The optional "device" argument of a query: false if it is not a device
+ * index; *only stays -1 (every device) without it. */
+static bool device_arg(struct json_object *args, unsigned n, int *only)
+{
+	struct json_object *v;
+	int64_t k;
+
+	if (!args || !json_object_object_get_ex(args, "device", &v))
+		return true;
+	k = json_object_get_int64(v);
+	if (!json_object_is_type(v, json_type_int) || k < 0 || k >= (int64_t)n)
+		return false;
+	*only = (int)k;
+	return true;
+}
+
 static struct json_object *query_status(struct vcxl_control *c, struct json_object *args,
 					bool admin)
 {
-	struct json_object *r = json_object_new_object(), *devs = json_object_new_array(), *v;
+	struct json_object *r = json_object_new_object(), *devs = json_object_new_array();
 	int64_t now = mono_ms();
 	unsigned n = vcxl_loop_devices(c->loop);
 	int only = -1;
 
-	if (args && json_object_object_get_ex(args, "device", &v)) {
-		int64_t k = json_object_get_int64(v);
-
-		if (!json_object_is_type(v, json_type_int) || k < 0 || k >= (int64_t)n) {
-			json_object_put(r);
-			json_object_put(devs);
-			return NULL;
-		}
-		only = (int)k;
+	if (!device_arg(args, n, &only)) {
+		json_object_put(r);
+		json_object_put(devs);
+		return NULL;
 	}
 	json_object_object_add(r, "version", json_object_new_string(VCXL_VERSION));
 	json_object_object_add(r, "pid", json_object_new_int((int)getpid()));
@@ -314,20 +325,15 @@ static struct json_object *query_status(struct vcxl_control *c, struct json_obje
  * current client's share since it connected ("client.counters"). */
 static struct json_object *query_stats(struct vcxl_control *c, struct json_object *args)
 {
-	struct json_object *r = json_object_new_object(), *devs = json_object_new_array(), *v;
+	struct json_object *r = json_object_new_object(), *devs = json_object_new_array();
 	int64_t now = mono_ms();
 	unsigned n = vcxl_loop_devices(c->loop);
 	int only = -1;
 
-	if (args && json_object_object_get_ex(args, "device", &v)) {
-		int64_t k = json_object_get_int64(v);
-
-		if (!json_object_is_type(v, json_type_int) || k < 0 || k >= (int64_t)n) {
-			json_object_put(r);
-			json_object_put(devs);
-			return NULL;
-		}
-		only = (int)k;
+	if (!device_arg(args, n, &only)) {
+		json_object_put(r);
+		json_object_put(devs);
+		return NULL;
 	}
 	json_object_object_add(r, "version", json_object_new_string(VCXL_VERSION));
 	json_object_object_add(r, "uptime_ms", json_object_new_int64(now - c->start_ms));
