@@ -451,6 +451,15 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 
 		if (rc)
 			return rc;
+		if (*len > VCXL_MIG_ZR_TOTAL_MAX - it->decoded_len) {
+			free(d);
+			return vcxl_mig_fail(
+			    err, errlen,
+			    "section %s: the coded sections decode to more than %llu "
+			    "bytes",
+			    vcxl_mig_sec_name(*type), (unsigned long long)VCXL_MIG_ZR_TOTAL_MAX);
+		}
+		it->decoded_len += *len;
 		d->next = it->decoded;
 		it->decoded = d;
 		*p = d->data;

@@ -73,6 +73,11 @@ struct vcxl_mig_hdr {
 /* A coded section decodes to at most this (a stream's own state; DEVMEM
  * payloads beyond it are never coded) */
 #define VCXL_MIG_ZR_MAX VCXL_MIG_STATE_MAX
+/* All the coded sections of one stream decode to at most this: a stream of
+ * many small sections each claiming 8 MiB of zeros cannot make the reader
+ * hold more (the device's own state is at most ~4.4 MiB, a coded DEVMEM at
+ * most VCXL_MIG_ZR_MAX) */
+#define VCXL_MIG_ZR_TOTAL_MAX (2 * VCXL_MIG_ZR_MAX)
 
 enum vcxl_mig_sec_type {
 	/* the vfio-cxl core (src/vfio-cxl/vmig.c) */
@@ -166,7 +171,8 @@ struct vcxl_mig_iter {
 	uint32_t last_type;
 	uint32_t nsec;
 	bool ended;
-	void *decoded; /* decoded payloads handed out, freed by vcxl_mig_close */
+	void *decoded;	      /* decoded payloads handed out, freed by vcxl_mig_close */
+	uint64_t decoded_len; /* their bytes, at most VCXL_MIG_ZR_TOTAL_MAX */
 };
 /* Check the header (magic, version, length, CRC): 0, or -EINVAL with err. */
 int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vcxl_mig_hdr *h,

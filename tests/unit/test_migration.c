@@ -1406,6 +1406,29 @@ static void test_zero_runs(void)
 	   "a coded payload shorter than its length field: refused (%s)", err);
 	vcxl_mig_buf_free(&b);
 
+	/* many small sections each claiming 8 MiB of zeros: the reader holds at
+	 * most VCXL_MIG_ZR_TOTAL_MAX of them */
+	{
+		struct vcxl_mig_geom g = {.vendor = 1};
+		uint8_t z[16];
+
+		vcxl_mig_wr64(z, VCXL_MIG_ZR_MAX);
+		vcxl_mig_wr32(z + 8, (uint32_t)VCXL_MIG_ZR_MAX);
+		vcxl_mig_wr32(z + 12, 0);
+		memset(&b, 0, sizeof(b));
+		vcxl_mig_begin(&b, &g);
+		for (uint32_t t = 100; t < 103; t++) {
+			vcxl_mig_sec_begin(&b, t, VCXL_MIG_SEC_OPTIONAL);
+			vcxl_mig_put(&b, z, sizeof(z));
+			vcxl_mig_sec_end(&b);
+			b.data[b.sec_at + 4] |= VCXL_MIG_SEC_ZERO_RUNS;
+		}
+		vcxl_mig_finish(&b);
+		ok(zr_read(&b, err, sizeof(err)) == -EINVAL && strstr(err, "decode to more than"),
+		   "three 8 MiB zero sections in 136 bytes: the third refused (%s)", err);
+		vcxl_mig_buf_free(&b);
+	}
+
 	/* a real device: the idle stream is small, and it loads */
 	struct env a, d;
 	struct vcxl_mig_buf s;
