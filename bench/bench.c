@@ -3,7 +3,9 @@
  * vcxl-bench: every figure is a ratio against a baseline measured side by side
  * in the same run, each repeated and reported as a median with its spread.
  * Prints `name value unit ratio-vs-baseline` per measurement and writes all of
- * it as JSON (argv: vcxl-server path, output JSON path).
+ * it as JSON (argv: vcxl-server path, output JSON path, optionally the sections
+ * to run). The servers it starts log errors only; VCXL_BENCH_LOG=info (any
+ * --log-level) shows more.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include "ref_dispatch.h"
 #include "vcxl/client.h"
 #include "vcxl/vfio_user.h"
+#include "cxl/cxl_regs.h"
 #include "cxl/cxl_spec.h"
 #include "model/model.h"
 #include "vfio-cxl/vfio_cxl.h"
@@ -220,7 +223,7 @@ static pid_t start_server(const char *sock, const char *extra, unsigned wait_soc
 		argv[n++] = "--socket";
 		argv[n++] = (char *)sock;
 		argv[n++] = "--log-level";
-		argv[n++] = "error";
+		argv[n++] = getenv("VCXL_BENCH_LOG") ? getenv("VCXL_BENCH_LOG") : "error";
 		char buf[256];
 		if (extra) {
 			snprintf(buf, sizeof(buf), "%s", extra);
@@ -459,6 +462,143 @@ static void bench_dirty_report(void)
 	struct stat5 a = stats(rpt, RT_RUNS), b = stats(rd, RT_RUNS);
 	report("dirty_report_512M_roundtrip", a, "us", b, a.median / b.median,
 	       "REPORT of 512 MiB (16 KiB bitmap) / 4-byte read, same core", NULL, 1);
+	cur_runs = RUNS;
+	unpin_self();
+}
+
+/* One MIG_DEVICE_STATE arc to state; 0 or -1 */
+static int mig_state(struct vcxl_client *c, uint32_t state)
+{
+	struct vfio_device_feature_mig_state ms = {.device_state = state};
+
+	return feature(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE, &ms,
+		       sizeof(ms), sizeof(ms));
+}
+
+/* One MIG_DATA_READ of up to cap bytes into buf (or a MIG_DATA_WRITE of len bytes of
+ * buf): the bytes moved, or -1 */
+static long mig_data(struct vcxl_client *c, bool write, uint8_t *buf, size_t len)
+{
+	uint8_t *q = malloc(sizeof(struct vfio_user_mig_data) + len);
+	struct vfio_user_mig_data d = {.argsz = (uint32_t)(sizeof(d) + len), .size = (uint32_t)len};
+	struct vcxl_client_reply rep;
+	long n = -1;
+
+	if (!q)
+		return -1;
+	memcpy(q, &d, sizeof(d));
+	if (write)
+		memcpy(q + sizeof(d), buf, len);
+	if (!vcxl_client_raw(c, write ? VFIO_USER_MIG_DATA_WRITE : VFIO_USER_MIG_DATA_READ, 0, q,
+			     sizeof(d) + (write ? len : 0), NULL, 0, &rep)) {
+		if (write && !(rep.hdr.flags & VFIO_USER_F_ERROR)) {
+			n = (long)len; /* the reply is the header alone */
+		} else if (!(rep.hdr.flags & VFIO_USER_F_ERROR) && rep.len >= sizeof(d)) {
+			memcpy(&d, rep.data, sizeof(d));
+			n = (long)d.size;
+			if (d.size <= len && rep.len == sizeof(d) + d.size)
+				memcpy(buf, rep.data + sizeof(d), d.size);
+			else
+				n = -1;
+		}
+		vcxl_client_reply_free(&rep);
+	}
+	free(q);
+	return n;
+}
+
+/* The server's share of a migration's downtime, arc by arc (what QEMU waits for between
+ * the source's stop and the destination's start, docs/migration.md section 10): an idle
+ * accelerator whose BAR0 RAM holds 16 KiB of data, saved on one server and loaded into
+ * another, each message against a 4-byte read on the same core. */
+static void bench_mig_arcs(void)
+{
+	enum { SAVE_STOP, SAVE_STOP_COPY, SAVE_READ, LOAD_WRITE, LOAD_STOP, LOAD_RUN, NARC };
+	static const char *const name[NARC] = {
+	    "mig_arc_running_to_stop", "mig_arc_stop_to_stop_copy", "mig_data_read_state",
+	    "mig_data_write_state",    "mig_arc_resuming_to_stop",  "mig_arc_stop_to_running"};
+	static const char *const what[NARC] = {
+	    "source: the device quiesces / 4-byte read",
+	    "source: the device state is saved / 4-byte read",
+	    "source: the saved state read in one MIG_DATA_READ / 4-byte read",
+	    "destination: the state written in one MIG_DATA_WRITE / 4-byte read",
+	    "destination: the state is checked and loaded / 4-byte read",
+	    "destination: the device runs / 4-byte read"};
+	char sa[300], sb[300];
+	snprintf(sa, sizeof(sa), "%s/ma.sock", tmpdir);
+	snprintf(sb, sizeof(sb), "%s/mb.sock", tmpdir);
+	pid_t pa = start_server(sa, "--firmware-committed --decoders 2", 1);
+	pid_t pb = start_server(sb, "--firmware-committed --decoders 2", 1);
+	pin_cpu(pa, 0);
+	pin_cpu(pb, 0);
+	pin_cpu(0, 0);
+	struct vcxl_client *a = connect_or_die(sa), *b = connect_or_die(sb);
+	uint32_t dvsec = find_dvsec_client(a), v = 0;
+	size_t cap = 1u << 20;
+	uint8_t *buf = malloc(cap);
+	const int iters = 100;
+	double t[NARC][RT_RUNS], rd[RT_RUNS];
+	bool ok = buf != NULL;
+	const char *where = "BAR0 RAM";
+
+	/* BAR0 RAM with data: what a guest's driver leaves there (4 pages) */
+	for (uint32_t off = 0; ok && off < 16384; off += 4)
+		ok = !vcxl_client_write32(a, VFIO_PCI_BAR0_REGION_INDEX,
+					  CXL_COMPONENT_BLOCK_SIZE + off, 0x5a5a0000u | off);
+	where = "an arc";
+	for (int r = 0; ok && r < RT_RUNS; r++) {
+		double sum[NARC] = {0};
+		for (int i = 0; ok && i < iters; i++) {
+			double t0 = now_ns();
+			ok = !mig_state(a, VFIO_DEVICE_STATE_STOP);
+			double t1 = now_ns();
+			ok = ok && !mig_state(a, VFIO_DEVICE_STATE_STOP_COPY);
+			double t2 = now_ns();
+			long n = ok ? mig_data(a, false, buf, cap) : -1;
+			double t3 = now_ns();
+			where = ok ? "MIG_DATA_READ" : "STOP or STOP_COPY";
+			ok = n > 0 && mig_data(a, false, buf + n, cap - (size_t)n) == 0 &&
+			     !mig_state(a, VFIO_DEVICE_STATE_RUNNING) &&
+			     !mig_state(b, VFIO_DEVICE_STATE_RESUMING);
+			where = ok ? "MIG_DATA_WRITE" : "the source's end or RESUMING";
+			double t4 = now_ns();
+			ok = ok && mig_data(b, true, buf, (size_t)n) == n;
+			double t5 = now_ns();
+			ok = ok && !mig_state(b, VFIO_DEVICE_STATE_STOP);
+			double t6 = now_ns();
+			where = ok ? "RUNNING" : "MIG_DATA_WRITE or RESUMING -> STOP";
+			ok = ok && !mig_state(b, VFIO_DEVICE_STATE_RUNNING);
+			double t7 = now_ns();
+			sum[SAVE_STOP] += t1 - t0;
+			sum[SAVE_STOP_COPY] += t2 - t1;
+			sum[SAVE_READ] += t3 - t2;
+			sum[LOAD_WRITE] += t5 - t4;
+			sum[LOAD_STOP] += t6 - t5;
+			sum[LOAD_RUN] += t7 - t6;
+		}
+		for (int k = 0; k < NARC; k++)
+			t[k][r] = sum[k] / iters / 1000.0;
+		double t0 = now_ns();
+		for (int i = 0; i < iters; i++)
+			vcxl_client_read32(a, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL,
+					   &v);
+		rd[r] = (now_ns() - t0) / iters / 1000.0;
+	}
+	vcxl_client_close(a);
+	vcxl_client_close(b);
+	stop_server(pa);
+	stop_server(pb);
+	free(buf);
+	if (!ok) {
+		fprintf(stderr, "bench: a migration arc failed (%s)\n", where);
+		exit(1);
+	}
+	cur_runs = RT_RUNS;
+	struct stat5 base = stats(rd, RT_RUNS);
+	for (int k = 0; k < NARC; k++) {
+		struct stat5 s = stats(t[k], RT_RUNS);
+		report(name[k], s, "us", base, s.median / base.median, what[k], NULL, 1);
+	}
 	cur_runs = RUNS;
 	unpin_self();
 }
@@ -1147,6 +1287,8 @@ int main(int argc, char **argv)
 			bench_roundtrip();
 		if (all || !strcmp(s, "report"))
 			bench_dirty_report();
+		if (all || !strcmp(s, "migarcs"))
+			bench_mig_arcs();
 		if (all || !strcmp(s, "region"))
 			bench_region();
 		if (all || !strcmp(s, "bringup"))

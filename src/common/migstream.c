@@ -173,11 +173,18 @@ static bool zr_word_zero(const uint8_t *p, size_t i, size_t n)
 	return !w;
 }
 
-/* Bytes of zero from i (whole words, then bytes at the end) */
+/* Zero runs are first measured in blocks of this many bytes (memcmp's vector
+ * compare against zeros) */
+#define ZR_BLOCK 256u
+static const uint8_t zr_zero_block[ZR_BLOCK];
+
+/* Bytes of zero from i (blocks, words, then bytes at the end) */
 static size_t zr_zeros(const uint8_t *p, size_t i, size_t n)
 {
 	size_t j = i;
 
+	while (n - j >= ZR_BLOCK && !memcmp(p + j, zr_zero_block, ZR_BLOCK))
+		j += ZR_BLOCK;
 	while (zr_word_zero(p, j, n))
 		j += 8;
 	while (j < n && !p[j])
@@ -200,9 +207,17 @@ static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
 		/* the literal runs to the next zero run worth a record, or the end */
 		for (end = lit; end < n;) {
 			size_t r = zr_zeros(raw, end, n);
+			const uint8_t *zb;
+
 			if (r >= ZR_MIN_RUN || end + r == n)
 				break;
-			end += r ? r : 1;
+			if (r) {
+				end += r;
+				continue;
+			}
+			/* data up to the next zero byte stays in the literal */
+			zb = memchr(raw + end, 0, n - end);
+			end = zb ? (size_t)(zb - raw) : n;
 		}
 		if (o + VCXL_MIG_ZR_REC_LEN + (end - lit) > limit)
 			return 0;

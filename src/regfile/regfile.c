@@ -618,6 +618,30 @@ static bool rf_block_unchanged(const struct vcxl_regfile *rf, const uint8_t *st,
 	return !bad;
 }
 
+/* Bytes rf_chunk_zero() looks at in one go */
+#define RF_CHUNK 4096u
+static const uint8_t rf_zero[RF_CHUNK];
+
+/* Whether the RF_CHUNK bytes at i (i % RF_CHUNK == 0) of a saved state and of
+ * the live file are all zero, values and armed bits: zero bytes keep every
+ * state rule and equal each other, so checking or loading them is a no-op.
+ * Most of a component block is such chunks (a vector compare each). */
+static bool rf_chunk_zero(const struct vcxl_regfile *rf, const uint8_t *st, uint32_t i)
+{
+	return rf->size - i >= RF_CHUNK && !memcmp(rf->val + i, rf_zero, RF_CHUNK) &&
+	       !memcmp(st + i, rf_zero, RF_CHUNK) &&
+	       !memcmp(rf->rwo_armed + i, rf_zero, RF_CHUNK) &&
+	       !memcmp(st + rf->size + i, rf_zero, RF_CHUNK);
+}
+
+/* Bytes from i (a multiple of RF_BLOCK) that checking or loading may skip */
+static uint32_t rf_skip(const struct vcxl_regfile *rf, const uint8_t *st, uint32_t i)
+{
+	if (i % RF_CHUNK == 0 && rf_chunk_zero(rf, st, i))
+		return RF_CHUNK;
+	return rf_block_unchanged(rf, st, i) ? RF_BLOCK : 0;
+}
+
 static bool rf_in_ranges(uint32_t i, const struct vcxl_rf_range *r, unsigned n)
 {
 	for (unsigned k = 0; k < n; k++)
@@ -636,11 +660,11 @@ int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t
 		*bad_off = 0;
 		return -EINVAL;
 	}
-	for (uint32_t i = 0; i < rf->size; i++) {
+	for (uint32_t i = 0, skip; i < rf->size; i++) {
 		uint8_t ro;
 
-		if (i % RF_BLOCK == 0 && rf_block_unchanged(rf, st, i)) {
-			i += RF_BLOCK - 1; /* as the live state's bytes: they pass */
+		if (i % RF_BLOCK == 0 && (skip = rf_skip(rf, st, i))) {
+			i += skip - 1; /* as the live state's bytes: they pass */
 			continue;
 		}
 		if (ntake && !rf_in_ranges(i, take, ntake))
@@ -658,9 +682,9 @@ int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t
 void vcxl_rf_load_state(struct vcxl_regfile *rf, const uint8_t *st,
 			const struct vcxl_rf_range *take, unsigned ntake)
 {
-	for (uint32_t i = 0; i < rf->size; i++) {
-		if (i % RF_BLOCK == 0 && rf_block_unchanged(rf, st, i)) {
-			i += RF_BLOCK - 1; /* loading them would change nothing */
+	for (uint32_t i = 0, skip; i < rf->size; i++) {
+		if (i % RF_BLOCK == 0 && (skip = rf_skip(rf, st, i))) {
+			i += skip - 1; /* loading them would change nothing */
 			continue;
 		}
 		if (ntake && !rf_in_ranges(i, take, ntake))
