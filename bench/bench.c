@@ -507,18 +507,93 @@ static long mig_data(struct vcxl_client *c, bool write, uint8_t *buf, size_t len
 	return n;
 }
 
+/* The guest's HDM decoder registers through the client (vcxl_hdm_io) */
+struct bench_hdm {
+	struct vcxl_client *c;
+	unsigned bar;
+	uint64_t off;
+};
+
+static int bench_hdm_rd(void *opaque, uint32_t off, uint32_t *val)
+{
+	struct bench_hdm *h = opaque;
+
+	return vcxl_client_read32(h->c, h->bar, h->off + off, val);
+}
+
+static int bench_hdm_wr(void *opaque, uint32_t off, uint32_t val)
+{
+	struct bench_hdm *h = opaque;
+
+	return vcxl_client_write32(h->c, h->bar, h->off + off, val);
+}
+
+/* The device as a VM migrates it: its guest decoder 0 committed at gpa over
+ * the whole device memory (what QEMU's firmware commit does in e2e-migrate),
+ * that window and 512 MiB of guest RAM at 1 MiB mapped for DMA (the CXL
+ * window without an fd, as QEMU maps it) and DMA logging started over both.
+ * 0 or -1. */
+static int mig_setup(struct vcxl_client *c, uint64_t gpa, uint64_t size, int ram_fd, bool log)
+{
+	struct vcxl_client_info info;
+	struct bench_hdm bh = {.c = c};
+	struct vcxl_hdm_io io = {.rd = bench_hdm_rd, .wr = bench_hdm_wr, .opaque = &bh};
+	struct {
+		struct vfio_user_dma_logging_control ctl;
+		struct vfio_user_dma_logging_range r[2];
+	} st = {{.page_size = 4096, .num_ranges = 2}, {{1ull << 20, 512ull << 20}, {gpa, size}}};
+	uint32_t ctrl = 0;
+
+	if (vcxl_client_get_info(c, &info) || !info.has_cxl)
+		return -1;
+	bh.bar = info.cxl.hdm_bar;
+	bh.off = info.cxl.hdm_offset;
+	if (vcxl_hdm_io_set_enable(&io, true, NULL) ||
+	    bench_hdm_rd(&bh, CXL_HDM_DEC_CTRL(0), &ctrl) ||
+	    vcxl_hdm_io_program(&io, 0, gpa, size, 0, vcxl_hdm_commit_ctrl(ctrl, false)))
+		return -1;
+	for (int i = 0; i < 1000 && !(ctrl & CXL_HDM_DEC_CTRL_COMMITTED); i++) {
+		usleep(1000);
+		if (bench_hdm_rd(&bh, CXL_HDM_DEC_CTRL(0), &ctrl))
+			return -1;
+	}
+	if (!(ctrl & CXL_HDM_DEC_CTRL_COMMITTED) ||
+	    vcxl_client_dma_map(c, 1ull << 20, 512ull << 20,
+				VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE, ram_fd,
+				0, NULL) ||
+	    vcxl_client_dma_map(c, gpa, size,
+				VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE, -1, 0,
+				NULL))
+		return -1;
+	return !log ? 0
+		    : feature(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START,
+			      &st, sizeof(st), sizeof(st));
+}
+
 /* The server's share of a migration's downtime, arc by arc (what QEMU waits for between
  * the source's stop and the destination's start, docs/migration.md section 10): an idle
- * accelerator whose BAR0 RAM holds 16 KiB of data, saved on one server and loaded into
- * another, each message against a 4-byte read on the same core. */
+ * accelerator of 512 MiB set up as e2e-migrate's VM has it (mig_setup()) whose BAR0 RAM
+ * holds 16 KiB of data, saved on one server and loaded into another, each message against
+ * a 4-byte read on the same core. */
 static void bench_mig_arcs(void)
 {
-	enum { SAVE_STOP, SAVE_STOP_COPY, SAVE_READ, LOAD_WRITE, LOAD_STOP, LOAD_RUN, NARC };
+	enum {
+		SAVE_STOP,
+		SAVE_REPORT,
+		SAVE_STOP_COPY,
+		SAVE_READ,
+		LOAD_WRITE,
+		LOAD_STOP,
+		LOAD_RUN,
+		NARC
+	};
 	static const char *const name[NARC] = {
-	    "mig_arc_running_to_stop", "mig_arc_stop_to_stop_copy", "mig_data_read_state",
-	    "mig_data_write_state",    "mig_arc_resuming_to_stop",  "mig_arc_stop_to_running"};
+	    "mig_arc_running_to_stop", "mig_report_cxl_512M",  "mig_arc_stop_to_stop_copy",
+	    "mig_data_read_state",     "mig_data_write_state", "mig_arc_resuming_to_stop",
+	    "mig_arc_stop_to_running"};
 	static const char *const what[NARC] = {
 	    "source: the device quiesces / 4-byte read",
+	    "source: the final sync's DMA_LOGGING_REPORT of the 512 MiB CXL window / 4-byte read",
 	    "source: the device state is saved / 4-byte read",
 	    "source: the saved state read in one MIG_DATA_READ / 4-byte read",
 	    "destination: the state written in one MIG_DATA_WRITE / 4-byte read",
@@ -527,8 +602,10 @@ static void bench_mig_arcs(void)
 	char sa[300], sb[300];
 	snprintf(sa, sizeof(sa), "%s/ma.sock", tmpdir);
 	snprintf(sb, sizeof(sb), "%s/mb.sock", tmpdir);
-	pid_t pa = start_server(sa, "--firmware-committed --decoders 2", 1);
-	pid_t pb = start_server(sb, "--firmware-committed --decoders 2", 1);
+	const char *args = "--firmware-committed --decoders 2 --mem-size 512M";
+	const uint64_t gpa = 0x110000000ull, size = 512ull << 20;
+	pid_t pa = start_server(sa, args, 1);
+	pid_t pb = start_server(sb, args, 1);
 	pin_cpu(pa, 0);
 	pin_cpu(pb, 0);
 	pin_cpu(0, 0);
@@ -538,8 +615,12 @@ static void bench_mig_arcs(void)
 	uint8_t *buf = malloc(cap);
 	const int iters = 100;
 	double t[NARC][RT_RUNS], rd[RT_RUNS];
-	bool ok = buf != NULL;
-	const char *where = "BAR0 RAM";
+	int ram_a = memfd_create("bench-guest-a", MFD_CLOEXEC);
+	int ram_b = memfd_create("bench-guest-b", MFD_CLOEXEC);
+	bool ok = buf && ram_a >= 0 && ram_b >= 0 && !ftruncate(ram_a, 512 << 20) &&
+		  !ftruncate(ram_b, 512 << 20) && !mig_setup(a, gpa, size, ram_a, true) &&
+		  !mig_setup(b, gpa, size, ram_b, false);
+	const char *where = ok ? "BAR0 RAM" : "the VM's set-up";
 
 	/* BAR0 RAM with data: what a guest's driver leaves there (4 pages) */
 	for (uint32_t off = 0; ok && off < 16384; off += 4)
@@ -552,11 +633,13 @@ static void bench_mig_arcs(void)
 			double t0 = now_ns();
 			ok = !mig_state(a, VFIO_DEVICE_STATE_STOP);
 			double t1 = now_ns();
+			ok = ok && !dirty_report(a, gpa, size, size / 4096 / 8);
+			double t1r = now_ns();
 			ok = ok && !mig_state(a, VFIO_DEVICE_STATE_STOP_COPY);
 			double t2 = now_ns();
 			long n = ok ? mig_data(a, false, buf, cap) : -1;
 			double t3 = now_ns();
-			where = ok ? "MIG_DATA_READ" : "STOP or STOP_COPY";
+			where = ok ? "MIG_DATA_READ" : "STOP, the REPORT or STOP_COPY";
 			ok = n > 0 && mig_data(a, false, buf + n, cap - (size_t)n) == 0 &&
 			     !mig_state(a, VFIO_DEVICE_STATE_RUNNING) &&
 			     !mig_state(b, VFIO_DEVICE_STATE_RESUMING);
@@ -570,7 +653,8 @@ static void bench_mig_arcs(void)
 			ok = ok && !mig_state(b, VFIO_DEVICE_STATE_RUNNING);
 			double t7 = now_ns();
 			sum[SAVE_STOP] += t1 - t0;
-			sum[SAVE_STOP_COPY] += t2 - t1;
+			sum[SAVE_REPORT] += t1r - t1;
+			sum[SAVE_STOP_COPY] += t2 - t1r;
 			sum[SAVE_READ] += t3 - t2;
 			sum[LOAD_WRITE] += t5 - t4;
 			sum[LOAD_STOP] += t6 - t5;
@@ -589,6 +673,10 @@ static void bench_mig_arcs(void)
 	stop_server(pa);
 	stop_server(pb);
 	free(buf);
+	if (ram_a >= 0)
+		close(ram_a);
+	if (ram_b >= 0)
+		close(ram_b);
 	if (!ok) {
 		fprintf(stderr, "bench: a migration arc failed (%s)\n", where);
 		exit(1);

@@ -104,6 +104,10 @@ static int64_t report_chunk(struct vcxl_vdev *v, uint64_t gpa, uint64_t rpage, u
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t g = gpa + i * VCXL_MIG_PAGE, ge = g + VCXL_MIG_PAGE;
 
+		if (!dirty[i / 64]) {
+			i |= 63; /* a word of clean pages */
+			continue;
+		}
 		if (!(dirty[i / 64] & (1ull << (i % 64))))
 			continue;
 		if (ge <= lo || g >= hi)
