@@ -4,13 +4,15 @@
 CONFIG and says what is measured). Prints `name value unit ratio` lines and writes the
 JSON file CONFIG names.
 
-One VM at a time, each moved RUNS times in a row to a fresh destination (a new QEMU with
--incoming defer and, with the device, a new vcxl-server), side by side in one run:
+Each VM is moved again and again to a fresh destination (a new QEMU with -incoming defer
+and, with the device, a new vcxl-server). The VMs with and without the device run side by
+side and are moved in turn, the order alternating from one round to the next, so that the
+host's load at any moment (2 cores here, shared) weighs on both alike:
   nodev  the VM without the vcxl device (same machine, host bridge, root port, window;
          the guest idles)
   idle   the VM with the device; the guest set it up (64 MiB of CXL memory written, decoder
          1, registers, BAR0 RAM) and stopped its threads: the device is idle
-  jobs   the same VM with the guest's threads running: back-to-back 128 MiB FILL jobs in
+  jobs   then, alone, the same VM with the guest's threads running: back-to-back 128 MiB FILL jobs in
          device memory (their pages go with RAM: DMA logging reports) and 16 MiB of
          generation stores
 Each figure is the median of the RUNS migrations.
@@ -44,7 +46,7 @@ JOB_DIRTY = 128 << 20  # migrate-guest.c JOB_LEN: the pages its jobs write
 STATE_GOAL = 8 << 20  # issue 23: device state <= 8 MiB plus the pages the device dirtied
 DOWNTIME_GOAL = 1.25
 seq = [0]
-CURRENT = [None]  # the VM that runs the guest now
+CURRENT = {}  # name -> the VM that runs that guest now
 
 
 def note(text):
@@ -195,23 +197,37 @@ def migrate_once(src, template, with_server, downtime_limit):
     return dst, fig
 
 
-def series(name, template, with_server, ready, downtime_limit, prepare=None, src=None,
-           runs=RUNS):
-    """runs migrations of one VM (booted here unless src): (the last VM, [figures])"""
-    if src is None:
-        src = CURRENT[0] = VM(template, with_server)
-        t = time.monotonic()
-        note("%s: %s (boot %.0f s)" % (name, src.wait_line(ready), time.monotonic() - t))
+def boot(name, template, with_server, ready, prepare=None):
+    """starts one VM and waits for its guest (then prepare(vm))"""
+    vm = CURRENT[name] = VM(template, with_server)
+    t = time.monotonic()
+    note("%s: %s (boot %.0f s)" % (name, vm.wait_line(ready), time.monotonic() - t))
     if prepare:
-        prepare(src)
-    figs = []
+        prepare(vm)
+    return vm
+
+
+def interleaved(plan, runs, downtime_limit, label=None):
+    """migrates the VMs of plan [(name, template, with_server)] in turn, runs times
+    each, the order alternating from one round to the next, so that the host's load
+    at any moment weighs on them alike: {name: [figures]}"""
+    figs = {name: [] for name, _, _ in plan}
     for i in range(runs):
-        src, fig = migrate_once(src, template, with_server, downtime_limit)
-        CURRENT[0] = src
-        note("%s run %d: %s" % (name, i + 1, json.dumps(fig)))
-        figs.append(fig)
-        time.sleep(1)  # the guest settles on its new QEMU
-    return src, figs
+        for name, template, with_server in (plan if i % 2 == 0 else plan[::-1]):
+            CURRENT[name], fig = migrate_once(CURRENT[name], template, with_server,
+                                              downtime_limit)
+            note("%s run %d (limit %d ms): %s" % (label or name, i + 1, downtime_limit,
+                                                 json.dumps(fig)))
+            figs[name].append(fig)
+            time.sleep(1)  # the guest settles on its new QEMU
+    return figs
+
+
+def series(name, label, template, with_server, downtime_limit, prepare=None, runs=RUNS):
+    """runs migrations of the running VM name, after prepare(vm): [figures]"""
+    if prepare:
+        prepare(CURRENT[name])
+    return interleaved([(name, template, with_server)], runs, downtime_limit, label)[name]
 
 
 def med(figs, key):
@@ -234,21 +250,21 @@ def row(name, value, unit, ratio=None, desc="", goal=None, met=None, extra=None)
 def main():
     t0 = time.monotonic()
     jobs = []
+    plan = [("nodev", CFG["template_nodev"], False), ("idle", CFG["template"], True)]
     try:
-        vm, nodev = series("nodev", CFG["template_nodev"], False, r"^IDLE-READY", DL_TIGHT,
-                           runs=RUNS_DOWNTIME)
-        vm, nodev_dflt = series("nodev-default-limit", CFG["template_nodev"], False, None, 300,
-                                src=vm)
-        vm.command("QUIT")
-        vm.stop()
-
         def pause(v):  # the guest stops its threads (VERIFY leaves them stopped)
             v.command("VERIFY bench")
             note("idle: " + v.wait_line(r"^VERIFY-DONE bench.*$"))
 
-        vm, idle = series("idle", CFG["template"], True, r"^MIG-READY.*$", DL_TIGHT, pause,
-                          runs=RUNS_DOWNTIME)
-        vm, idle_dflt = series("idle-default-limit", CFG["template"], True, None, 300, src=vm)
+        # both VMs run side by side and are moved in turn (interleaved())
+        boot("nodev", CFG["template_nodev"], False, r"^IDLE-READY")
+        boot("idle", CFG["template"], True, r"^MIG-READY.*$", pause)
+        f = interleaved(plan, RUNS_DOWNTIME, DL_TIGHT)
+        nodev, idle = f["nodev"], f["idle"]
+        f = interleaved(plan, RUNS, 300)
+        nodev_dflt, idle_dflt = f["nodev"], f["idle"]
+        CURRENT["nodev"].command("QUIT")
+        CURRENT.pop("nodev").stop()
 
         def resume(v):
             v.command("RESUME")
@@ -256,16 +272,16 @@ def main():
             time.sleep(2)  # jobs and generations under way
 
         try:
-            vm, jobs = series("jobs", CFG["template"], True, None, CFG["downtime_limit_jobs"],
-                              resume, src=vm)
+            jobs = series("idle", "jobs", CFG["template"], True, CFG["downtime_limit_jobs"],
+                          resume)
         except RuntimeError as e:
             note("jobs: %s" % e)
-        CURRENT[0].command("QUIT")
-        CURRENT[0].stop()
+        CURRENT["idle"].command("QUIT")
+        CURRENT.pop("idle").stop()
     except (RuntimeError, OSError, EOFError) as e:
         note("bench-migrate: %s" % e)
-        if CURRENT[0]:
-            CURRENT[0].stop()
+        for vm in CURRENT.values():
+            vm.stop()
         print("bench-migrate: failed: %s" % e, file=sys.stderr)
         return 1
 
