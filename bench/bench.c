@@ -575,18 +575,118 @@ static int mig_setup(struct vcxl_client *c, uint64_t gpa, uint64_t size, int ram
  * accelerator of 512 MiB set up as e2e-migrate's VM has it (mig_setup()) whose BAR0 RAM
  * holds 16 KiB of data, saved on one server and loaded into another, each message against
  * a 4-byte read on the same core. */
+enum mig_arc {
+	SAVE_STOP,
+	SAVE_REPORT,
+	SAVE_STOP_COPY,
+	SAVE_READ,
+	LOAD_WRITE,
+	LOAD_STOP,
+	LOAD_RUN,
+	NARC
+};
+
+/* A source and a destination server, set up as e2e-migrate's VM has them */
+struct mig_pair {
+	char sa[300], sb[300];
+	pid_t pa, pb;
+	struct vcxl_client *a, *b;
+	int ram_a, ram_b;
+};
+
+#define MIG_GPA	 0x110000000ull
+#define MIG_SIZE (512ull << 20)
+
+/* 0, or -1 with the pair half up (mig_pair_stop() it) */
+static int mig_pair_start(struct mig_pair *p)
+{
+	const char *args = "--firmware-committed --decoders 2 --mem-size 512M";
+	bool ok;
+
+	snprintf(p->sa, sizeof(p->sa), "%s/ma.sock", tmpdir);
+	snprintf(p->sb, sizeof(p->sb), "%s/mb.sock", tmpdir);
+	p->pa = start_server(p->sa, args, 1);
+	p->pb = start_server(p->sb, args, 1);
+	pin_cpu(p->pa, 0);
+	pin_cpu(p->pb, 0);
+	p->a = connect_or_die(p->sa);
+	p->b = connect_or_die(p->sb);
+	p->ram_a = memfd_create("bench-guest-a", MFD_CLOEXEC);
+	p->ram_b = memfd_create("bench-guest-b", MFD_CLOEXEC);
+	ok = p->ram_a >= 0 && p->ram_b >= 0 && !ftruncate(p->ram_a, MIG_SIZE) &&
+	     !ftruncate(p->ram_b, MIG_SIZE) &&
+	     !mig_setup(p->a, MIG_GPA, MIG_SIZE, p->ram_a, true) &&
+	     !mig_setup(p->b, MIG_GPA, MIG_SIZE, p->ram_b, false);
+	/* BAR0 RAM with data: what a guest's driver leaves there (4 pages) */
+	for (uint32_t off = 0; ok && off < 16384; off += 4)
+		ok = !vcxl_client_write32(p->a, VFIO_PCI_BAR0_REGION_INDEX,
+					  CXL_COMPONENT_BLOCK_SIZE + off, 0x5a5a0000u | off);
+	return ok ? 0 : -1;
+}
+
+static void mig_pair_stop(struct mig_pair *p)
+{
+	vcxl_client_close(p->a);
+	vcxl_client_close(p->b);
+	stop_server(p->pa);
+	stop_server(p->pb);
+	if (p->ram_a >= 0)
+		close(p->ram_a);
+	if (p->ram_b >= 0)
+		close(p->ram_b);
+}
+
+/* One migration of the pair's device, source to destination, each arc's ns
+ * added to t; then both run again. NULL, or what failed. */
+static const char *mig_cycle(struct mig_pair *p, uint8_t *buf, size_t cap, double t[NARC])
+{
+	double t0 = now_ns(), t1, t1r, t2, t3, t4, t5, t6, t7;
+	long n;
+
+	if (mig_state(p->a, VFIO_DEVICE_STATE_STOP))
+		return "RUNNING -> STOP";
+	t1 = now_ns();
+	if (dirty_report(p->a, MIG_GPA, MIG_SIZE, MIG_SIZE / 4096 / 8))
+		return "the REPORT";
+	t1r = now_ns();
+	if (mig_state(p->a, VFIO_DEVICE_STATE_STOP_COPY))
+		return "STOP -> STOP_COPY";
+	t2 = now_ns();
+	if ((n = mig_data(p->a, false, buf, cap)) <= 0)
+		return "MIG_DATA_READ";
+	t3 = now_ns();
+	if (mig_data(p->a, false, buf + n, cap - (size_t)n) != 0 ||
+	    mig_state(p->a, VFIO_DEVICE_STATE_RUNNING) ||
+	    mig_state(p->b, VFIO_DEVICE_STATE_RESUMING))
+		return "the source's end or RESUMING";
+	t4 = now_ns();
+	if (mig_data(p->b, true, buf, (size_t)n) != n)
+		return "MIG_DATA_WRITE";
+	t5 = now_ns();
+	if (mig_state(p->b, VFIO_DEVICE_STATE_STOP))
+		return "RESUMING -> STOP";
+	t6 = now_ns();
+	if (mig_state(p->b, VFIO_DEVICE_STATE_RUNNING))
+		return "STOP -> RUNNING";
+	t7 = now_ns();
+	t[SAVE_STOP] += t1 - t0;
+	t[SAVE_REPORT] += t1r - t1;
+	t[SAVE_STOP_COPY] += t2 - t1r;
+	t[SAVE_READ] += t3 - t2;
+	t[LOAD_WRITE] += t5 - t4;
+	t[LOAD_STOP] += t6 - t5;
+	t[LOAD_RUN] += t7 - t6;
+	return NULL;
+}
+
+/* The server's share of a migration's downtime, arc by arc (what QEMU waits for between
+ * the source's stop and the destination's start, docs/migration.md section 10): an idle
+ * accelerator of 512 MiB set up as e2e-migrate's VM has it (mig_setup()) whose BAR0 RAM
+ * holds 16 KiB of data, saved on one server and loaded into another, each message against
+ * a 4-byte read on the same core; then the first migration of a fresh pair of servers (what
+ * a real migration pays: each server process migrates once), against the steady state. */
 static void bench_mig_arcs(void)
 {
-	enum {
-		SAVE_STOP,
-		SAVE_REPORT,
-		SAVE_STOP_COPY,
-		SAVE_READ,
-		LOAD_WRITE,
-		LOAD_STOP,
-		LOAD_RUN,
-		NARC
-	};
 	static const char *const name[NARC] = {
 	    "mig_arc_running_to_stop", "mig_report_cxl_512M",  "mig_arc_stop_to_stop_copy",
 	    "mig_data_read_state",     "mig_data_write_state", "mig_arc_resuming_to_stop",
@@ -599,86 +699,44 @@ static void bench_mig_arcs(void)
 	    "destination: the state written in one MIG_DATA_WRITE / 4-byte read",
 	    "destination: the state is checked and loaded / 4-byte read",
 	    "destination: the device runs / 4-byte read"};
-	char sa[300], sb[300];
-	snprintf(sa, sizeof(sa), "%s/ma.sock", tmpdir);
-	snprintf(sb, sizeof(sb), "%s/mb.sock", tmpdir);
-	const char *args = "--firmware-committed --decoders 2 --mem-size 512M";
-	const uint64_t gpa = 0x110000000ull, size = 512ull << 20;
-	pid_t pa = start_server(sa, args, 1);
-	pid_t pb = start_server(sb, args, 1);
-	pin_cpu(pa, 0);
-	pin_cpu(pb, 0);
-	pin_cpu(0, 0);
-	struct vcxl_client *a = connect_or_die(sa), *b = connect_or_die(sb);
-	uint32_t dvsec = find_dvsec_client(a), v = 0;
+	const enum mig_arc first[] = {SAVE_STOP_COPY, LOAD_STOP};
+	const int iters = 100;
 	size_t cap = 1u << 20;
 	uint8_t *buf = malloc(cap);
-	const int iters = 100;
-	double t[NARC][RT_RUNS], rd[RT_RUNS];
-	int ram_a = memfd_create("bench-guest-a", MFD_CLOEXEC);
-	int ram_b = memfd_create("bench-guest-b", MFD_CLOEXEC);
-	bool ok = buf && ram_a >= 0 && ram_b >= 0 && !ftruncate(ram_a, 512 << 20) &&
-		  !ftruncate(ram_b, 512 << 20) && !mig_setup(a, gpa, size, ram_a, true) &&
-		  !mig_setup(b, gpa, size, ram_b, false);
-	const char *where = ok ? "BAR0 RAM" : "the VM's set-up";
+	double t[NARC][RT_RUNS], f[NARC][RUNS], rd[RT_RUNS];
+	struct mig_pair p;
+	const char *fail = buf ? NULL : "memory";
+	uint32_t dvsec, v = 0;
 
-	/* BAR0 RAM with data: what a guest's driver leaves there (4 pages) */
-	for (uint32_t off = 0; ok && off < 16384; off += 4)
-		ok = !vcxl_client_write32(a, VFIO_PCI_BAR0_REGION_INDEX,
-					  CXL_COMPONENT_BLOCK_SIZE + off, 0x5a5a0000u | off);
-	where = "an arc";
-	for (int r = 0; ok && r < RT_RUNS; r++) {
+	pin_cpu(0, 0);
+	if (!fail && mig_pair_start(&p))
+		fail = "the VM's set-up";
+	dvsec = fail ? 0 : find_dvsec_client(p.a);
+	for (int r = 0; !fail && r < RT_RUNS; r++) {
 		double sum[NARC] = {0};
-		for (int i = 0; ok && i < iters; i++) {
-			double t0 = now_ns();
-			ok = !mig_state(a, VFIO_DEVICE_STATE_STOP);
-			double t1 = now_ns();
-			ok = ok && !dirty_report(a, gpa, size, size / 4096 / 8);
-			double t1r = now_ns();
-			ok = ok && !mig_state(a, VFIO_DEVICE_STATE_STOP_COPY);
-			double t2 = now_ns();
-			long n = ok ? mig_data(a, false, buf, cap) : -1;
-			double t3 = now_ns();
-			where = ok ? "MIG_DATA_READ" : "STOP, the REPORT or STOP_COPY";
-			ok = n > 0 && mig_data(a, false, buf + n, cap - (size_t)n) == 0 &&
-			     !mig_state(a, VFIO_DEVICE_STATE_RUNNING) &&
-			     !mig_state(b, VFIO_DEVICE_STATE_RESUMING);
-			where = ok ? "MIG_DATA_WRITE" : "the source's end or RESUMING";
-			double t4 = now_ns();
-			ok = ok && mig_data(b, true, buf, (size_t)n) == n;
-			double t5 = now_ns();
-			ok = ok && !mig_state(b, VFIO_DEVICE_STATE_STOP);
-			double t6 = now_ns();
-			where = ok ? "RUNNING" : "MIG_DATA_WRITE or RESUMING -> STOP";
-			ok = ok && !mig_state(b, VFIO_DEVICE_STATE_RUNNING);
-			double t7 = now_ns();
-			sum[SAVE_STOP] += t1 - t0;
-			sum[SAVE_REPORT] += t1r - t1;
-			sum[SAVE_STOP_COPY] += t2 - t1r;
-			sum[SAVE_READ] += t3 - t2;
-			sum[LOAD_WRITE] += t5 - t4;
-			sum[LOAD_STOP] += t6 - t5;
-			sum[LOAD_RUN] += t7 - t6;
-		}
+		for (int i = 0; !fail && i < iters; i++)
+			fail = mig_cycle(&p, buf, cap, sum);
 		for (int k = 0; k < NARC; k++)
 			t[k][r] = sum[k] / iters / 1000.0;
 		double t0 = now_ns();
 		for (int i = 0; i < iters; i++)
-			vcxl_client_read32(a, VFIO_PCI_CONFIG_REGION_INDEX, dvsec + CXL_DVSEC_CTRL,
-					   &v);
+			vcxl_client_read32(p.a, VFIO_PCI_CONFIG_REGION_INDEX,
+					   dvsec + CXL_DVSEC_CTRL, &v);
 		rd[r] = (now_ns() - t0) / iters / 1000.0;
 	}
-	vcxl_client_close(a);
-	vcxl_client_close(b);
-	stop_server(pa);
-	stop_server(pb);
+	mig_pair_stop(&p);
+	for (int r = 0; !fail && r < RUNS; r++) {
+		double one[NARC] = {0};
+		if (mig_pair_start(&p))
+			fail = "a fresh pair's set-up";
+		fail = fail ? fail : mig_cycle(&p, buf, cap, one);
+		for (int k = 0; k < NARC; k++)
+			f[k][r] = one[k] / 1000.0;
+		mig_pair_stop(&p);
+	}
 	free(buf);
-	if (ram_a >= 0)
-		close(ram_a);
-	if (ram_b >= 0)
-		close(ram_b);
-	if (!ok) {
-		fprintf(stderr, "bench: a migration arc failed (%s)\n", where);
+	if (fail) {
+		fprintf(stderr, "bench: a migration arc failed (%s)\n", fail);
 		exit(1);
 	}
 	cur_runs = RT_RUNS;
@@ -686,6 +744,17 @@ static void bench_mig_arcs(void)
 	for (int k = 0; k < NARC; k++) {
 		struct stat5 s = stats(t[k], RT_RUNS);
 		report(name[k], s, "us", base, s.median / base.median, what[k], NULL, 1);
+	}
+	for (unsigned k = 0; k < sizeof(first) / sizeof(first[0]); k++) {
+		char n[64], d[160];
+		struct stat5 s, warm = stats(t[first[k]], RT_RUNS);
+
+		cur_runs = RUNS;
+		s = stats(f[first[k]], RUNS);
+		snprintf(n, sizeof(n), "%s_first", name[first[k]]);
+		snprintf(d, sizeof(d), "%s, a fresh server's first migration / steady state",
+			 first[k] == SAVE_STOP_COPY ? "source: the save" : "destination: the load");
+		report(n, s, "us", warm, s.median / warm.median, d, NULL, 1);
 	}
 	cur_runs = RUNS;
 	unpin_self();

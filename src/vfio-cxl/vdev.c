@@ -815,6 +815,7 @@ const struct vcxl_dev_ops vcxl_vdev_ops = {
     .mig_quiesce = vmig_quiesce,
     .mig_save = vmig_save,
     .mig_load = vmig_load,
+    .mig_check = vmig_check,
     .mig_max_size = vmig_max_size,
     .mig_dirty = vmig_dirty,
     .mig_dirty_report = vmig_dirty_report,

@@ -203,6 +203,7 @@ uint64_t vmig_flags(void *dev);
 int vmig_quiesce(void *dev, bool stop);
 int vmig_save(void *dev, struct vcxl_mig_buf *b);
 int vmig_load(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
+int vmig_check(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
 uint64_t vmig_max_size(void *dev);
 int vmig_dirty(void *dev, bool on);
 /* vmig_dirty.c: the device table's mig_dirty_report */

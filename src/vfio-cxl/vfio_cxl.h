@@ -206,6 +206,9 @@ struct vcxl_dev_ops {
 	 * committed. On error (err: one line why) nothing of the stream is
 	 * applied and the device is reset (as DEVICE_RESET) and usable. */
 	int (*mig_load)(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
+	/* mig_load()'s checks alone, nothing applied: 0 or -errno (err: why).
+	 * Optional. */
+	int (*mig_check)(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
 	/* The largest stream the device may send or take. */
 	uint64_t (*mig_max_size)(void *dev);
 	/* Track pages of device memory the device writes itself (sent in the

@@ -616,6 +616,33 @@ static int vmig_parse(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 	return 0;
 }
 
+static void vmig_stage_free(struct vmig_stage *s)
+{
+	vcxl_mig_close(&s->it);
+	free(s->vcfg_take);
+	free(s);
+}
+
+/* vmig_load()'s checks alone: the staging copy is dropped, nothing applied. */
+int vmig_check(void *dev, const uint8_t *st, size_t len, char *err, size_t errlen)
+{
+	struct vcxl_vdev *v = dev;
+	struct vmig_stage *s;
+	int rc;
+
+	if (!vmig_capable(v))
+		return -ENOTTY;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (err && errlen)
+		err[0] = 0;
+	rc = vmig_parse(v, s, st, len, err, errlen);
+	v->be->ops->mig_abort(v->be->dev);
+	vmig_stage_free(s);
+	return rc;
+}
+
 int vmig_load(void *dev, const uint8_t *st, size_t len, char *err, size_t errlen)
 {
 	struct vcxl_vdev *v = dev;
@@ -641,9 +668,7 @@ int vmig_load(void *dev, const uint8_t *st, size_t len, char *err, size_t errlen
 		/* nothing of the stream stays: the device as after DEVICE_RESET */
 		vdev_reset_apply(v, VDEV_RESET_VFIO);
 	}
-	vcxl_mig_close(&s->it);
-	free(s->vcfg_take);
-	free(s);
+	vmig_stage_free(s);
 	return rc;
 }
 

@@ -147,6 +147,18 @@ static int load(struct env *e, const uint8_t *s, size_t len)
 	return vcxl_vdev_ops.mig_load(e->v, s, len, e->err, sizeof(e->err));
 }
 
+static int check(struct env *e, const uint8_t *s, size_t len)
+{
+	e->err[0] = 0;
+	return vcxl_vdev_ops.mig_check(e->v, s, len, e->err, sizeof(e->err));
+}
+
+/* Whether two saves of a device are the same bytes */
+static bool same_state(const struct vcxl_mig_buf *x, const struct vcxl_mig_buf *y)
+{
+	return x->len == y->len && !memcmp(x->data, y->data, x->len);
+}
+
 /* ---- the state machine: every pair, against the kernel's table ---------- */
 
 /* expected next state from [cur][target] (BAD: -EINVAL); P2P and PRE_COPY
@@ -248,6 +260,17 @@ static void test_round_trip(void)
 	}
 	irq_on(&b, 1); /* the destination's client arms its vectors */
 	vcxl_vdev_ops.mig_quiesce(b.v, true);
+	{
+		struct vcxl_mig_buf b0, b1;
+		int rs = save(&b, &b0);
+
+		is(check(&b, s.data, s.len), 0, "the stream checks on a fresh device: %s", b.err);
+		is(rs | save(&b, &b1), 0, "saves around the check");
+		ok(same_state(&b0, &b1) && !committed0(&b),
+		   "the check applied nothing (%zu bytes of state unchanged)", b1.len);
+		vcxl_mig_buf_free(&b0);
+		vcxl_mig_buf_free(&b1);
+	}
 	is(load(&b, s.data, s.len), 0, "load on a fresh device: %s", b.err);
 	is(memcmp(a.v->vcfg.val, b.v->vcfg.val, a.v->vcfg.size), 0, "virtual config space equal");
 	is(memcmp(a.v->vcomp.val, b.v->vcomp.val, a.v->vcomp.size), 0,
@@ -370,6 +393,9 @@ static void refused(struct env *b, const struct vcxl_mig_buf *x, const char *wha
 	int rc;
 
 	commit0(b, 0x2000000000ull, 256 * M);
+	rc = check(b, x->data, x->len);
+	ok(rc == -EINVAL && b->err[0] && committed0(b),
+	   "%s: the check refuses it and applies nothing (%s)", what, b->err);
 	rc = load(b, x->data, x->len);
 	ok(rc == -EINVAL && b->err[0] && !committed0(b), "%s: refused, device reset (%s)", what,
 	   b->err);
