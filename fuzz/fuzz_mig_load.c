@@ -17,6 +17,9 @@
  *  3. A refused stream leaves the device reset: no virtual decoder committed.
  *  4. A loaded stream is a state this device can have: saved again, it
  *     loads again, and that load saves to the same bytes.
+ *  5. mig_check (the load's checks alone, what the server runs before the
+ *     downtime) agrees with the load, and applies nothing: the device saves
+ *     to the same bytes before and after it.
  */
 #include <errno.h>
 
@@ -78,9 +81,22 @@ static void load_one(struct fz_dev *f, const uint8_t *s, size_t len, const char 
 	int rc;
 
 	vcxl_vdev_ops.reset(f->vdev);
+	struct vcxl_mig_buf c0 = {0}, c1 = {0};
+	int crc;
+
+	if (vcxl_vdev_ops.mig_save(f->vdev, &c0))
+		fz_fail("%s: the reset device not saved", what);
+	crc = vcxl_vdev_ops.mig_check(f->vdev, s, len, err, sizeof(err));
+	if (vcxl_vdev_ops.mig_save(f->vdev, &c1) || c0.len != c1.len ||
+	    memcmp(c0.data, c1.data, c0.len))
+		fz_fail("%s: the check changed the device (%d)", what, crc);
+	vcxl_mig_buf_free(&c0);
+	vcxl_mig_buf_free(&c1);
 	rc = vcxl_vdev_ops.mig_load(f->vdev, s, len, err, sizeof(err));
-	if (rc > 0)
-		fz_fail("%s: load returned %d", what, rc);
+	if (rc > 0 || crc > 0)
+		fz_fail("%s: load returned %d, check %d", what, rc, crc);
+	if (!rc != !crc)
+		fz_fail("%s: the check says %d, the load %d (%s)", what, crc, rc, err);
 	fz_check_host(f, what, true);
 	if (rc) {
 		if (any_committed(f))

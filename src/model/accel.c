@@ -324,6 +324,7 @@ static const struct vcxl_backend_ops model_ops = {
     .mig_quiesce = model_mig_quiesce,
     .mig_save = model_mig_save,
     .mig_stage = model_mig_stage,
+    .mig_verify = model_mig_verify,
     .mig_commit = model_mig_commit,
     .mig_abort = model_mig_abort,
     .mig_dirty = model_mig_dirty,

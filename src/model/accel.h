@@ -151,6 +151,7 @@ int model_mig_quiesce(void *dev, bool stop);
 int model_mig_save(void *dev, struct vcxl_mig_buf *b);
 int model_mig_stage(void *dev, uint32_t type, const uint8_t *p, uint64_t len, char *err,
 		    size_t errlen);
+int model_mig_verify(void *dev, char *err, size_t errlen);
 int model_mig_commit(void *dev, char *err, size_t errlen);
 void model_mig_abort(void *dev);
 int model_mig_dirty(void *dev, bool on);

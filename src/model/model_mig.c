@@ -547,7 +547,8 @@ static void commit_bar0(struct vcxl_model *m, const struct model_mig_stage *s)
 	}
 }
 
-int model_mig_commit(void *dev, char *err, size_t errlen)
+/* The staged sections make a whole state whose parts agree: 0 or -EINVAL */
+int model_mig_verify(void *dev, char *err, size_t errlen)
 {
 	struct vcxl_model *m = dev;
 	struct model_mig_stage *s = m->stage;
@@ -566,6 +567,17 @@ int model_mig_commit(void *dev, char *err, size_t errlen)
 		return vcxl_mig_fail(err, errlen,
 				     "MODEL_BAR2 and MODEL_JOB disagree (BUSY %d, job %d)", busy,
 				     s->job.active);
+	return 0;
+}
+
+int model_mig_commit(void *dev, char *err, size_t errlen)
+{
+	struct vcxl_model *m = dev;
+	struct model_mig_stage *s = m->stage;
+	int rc = model_mig_verify(dev, err, errlen);
+
+	if (rc)
+		return rc;
 	/* nothing below fails */
 	vcxl_rf_load_state(&m->cfgrf, s->cfg, cfg_take, N(cfg_take));
 	vcxl_rf_load_state(&m->bar2rf, s->bar2, bar2_take, N(bar2_take));

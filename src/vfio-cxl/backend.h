@@ -152,10 +152,12 @@ struct vcxl_backend_ops {
 	int (*mig_save)(void *dev, struct vcxl_mig_buf *b);
 	/* Loading: check one section into a staging copy (nothing applied);
 	 * then commit: 0 with every staged section applied, or -errno with
-	 * nothing applied (a section it needs is missing); abort drops the
-	 * staging copy. */
+	 * nothing applied (a section it needs is missing, sections that
+	 * disagree); verify: commit's checks alone, nothing applied; abort
+	 * drops the staging copy. */
 	int (*mig_stage)(void *dev, uint32_t type, const uint8_t *p, uint64_t len, char *err,
 			 size_t errlen);
+	int (*mig_verify)(void *dev, char *err, size_t errlen);
 	int (*mig_commit)(void *dev, char *err, size_t errlen);
 	void (*mig_abort)(void *dev);
 	/* Track (on) the pages of device memory the device writes itself, from

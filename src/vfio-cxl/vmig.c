@@ -638,6 +638,8 @@ int vmig_check(void *dev, const uint8_t *st, size_t len, char *err, size_t errle
 	if (err && errlen)
 		err[0] = 0;
 	rc = vmig_parse(v, s, st, len, err, errlen);
+	if (!rc && v->be->ops->mig_verify)
+		rc = v->be->ops->mig_verify(v->be->dev, err, errlen);
 	v->be->ops->mig_abort(v->be->dev);
 	vmig_stage_free(s);
 	return rc;
