@@ -623,21 +623,31 @@ static void vmig_stage_free(struct vmig_stage *s)
 	free(s);
 }
 
+/* A stream parsed into a new staging copy *sp (vmig_stage_free() it):
+ * vmig_parse()'s verdict; -errno with *sp NULL when there is none. */
+static int vmig_stage_new(struct vcxl_vdev *v, const uint8_t *st, size_t len,
+			  struct vmig_stage **sp, char *err, size_t errlen)
+{
+	*sp = NULL;
+	if (!vmig_capable(v))
+		return -ENOTTY;
+	*sp = calloc(1, sizeof(**sp));
+	if (!*sp)
+		return -ENOMEM;
+	if (err && errlen)
+		err[0] = 0;
+	return vmig_parse(v, *sp, st, len, err, errlen);
+}
+
 /* vmig_load()'s checks alone: the staging copy is dropped, nothing applied. */
 int vmig_check(void *dev, const uint8_t *st, size_t len, char *err, size_t errlen)
 {
 	struct vcxl_vdev *v = dev;
 	struct vmig_stage *s;
-	int rc;
+	int rc = vmig_stage_new(v, st, len, &s, err, errlen);
 
-	if (!vmig_capable(v))
-		return -ENOTTY;
-	s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
-	if (err && errlen)
-		err[0] = 0;
-	rc = vmig_parse(v, s, st, len, err, errlen);
+		return rc;
 	if (!rc && v->be->ops->mig_verify)
 		rc = v->be->ops->mig_verify(v->be->dev, err, errlen);
 	v->be->ops->mig_abort(v->be->dev);
@@ -649,16 +659,10 @@ int vmig_load(void *dev, const uint8_t *st, size_t len, char *err, size_t errlen
 {
 	struct vcxl_vdev *v = dev;
 	struct vmig_stage *s;
-	int rc;
+	int rc = vmig_stage_new(v, st, len, &s, err, errlen);
 
-	if (!vmig_capable(v))
-		return -ENOTTY;
-	s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
-	if (err && errlen)
-		err[0] = 0;
-	rc = vmig_parse(v, s, st, len, err, errlen);
+		return rc;
 	rc = rc ?: v->be->ops->mig_commit(v->be->dev, err, errlen);
 	if (!rc && (rc = vmig_apply(v, s)))
 		vcxl_mig_fail(err, errlen, "device memory could not be written (%s)",
