@@ -10,7 +10,10 @@ migrate-block.py, e2e-migrate's migrate.py, make bench's scripts/bench-migrate.p
                           mode "nomig": DEVICE_FEATURE and MIG_DATA_READ/WRITE answered
                           ENOSYS (a server without migration, as the hardware backend is);
                           mode "corrupt": one byte of the first MIG_DATA_WRITE's payload
-                          flipped (a stream damaged on its way to the destination server)
+                          flipped (a stream damaged on its way to the destination server);
+                          mode "refusewrite": the first MIG_DATA_WRITE answered EIO and not
+                          passed on (a server that refuses a write: vmm/qemu 0023 sends it
+                          without waiting and must still fail the load)
   server_start(argv, log, timeout)  vcxl-server started as a service manager does
                           (tests/e2e/lib.sh e2e_server_start): $NOTIFY_SOCKET, returns once it
                           sent READY=1; (Popen, None) or (Popen or None, why)
@@ -97,6 +100,7 @@ class Relay:
     NO_MIGRATION = (16, 17, 18)  # DEVICE_FEATURE, MIG_DATA_READ, MIG_DATA_WRITE
     MIG_DATA_WRITE = 18
     ENOSYS = 38
+    EIO = 5
     CORRUPT_AT = 200  # a byte of the stream past its 128-byte header: a section's CRC fails
 
     def __init__(self, path, upstream, mode):
@@ -154,6 +158,12 @@ class Relay:
                     self.refused += 1
                     with lock:
                         src.sendall(self.HDR.pack(mid, cmd, 16, 0x1 | 0x20, self.ENOSYS))
+                    continue
+                if (self.mode == "refusewrite" and request and cmd == self.MIG_DATA_WRITE and
+                        not self.refused):
+                    self.refused += 1
+                    with lock:
+                        src.sendall(self.HDR.pack(mid, cmd, 16, 0x1 | 0x20, self.EIO))
                     continue
                 if (self.mode == "corrupt" and request and cmd == self.MIG_DATA_WRITE and
                         not self.corrupted and size > 16 + 8 + self.CORRUPT_AT):

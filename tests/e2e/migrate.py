@@ -479,6 +479,27 @@ def control_corrupt(src):
     guest_verify(src, tag)
 
 
+def control_refused_write(src):
+    tag = "refused-write"
+    dst = dst_start("dst-refusewrite", relay="refusewrite")
+    if not dst:
+        return
+    st = run_migration(src, "unix:" + os.path.join(TMP, "mig-refusewrite.sock"), dst=dst)
+    rc, qlog = dst_failed(dst, tag)
+    said = [ln for ln in qlog.splitlines() if "refused its migration data" in ln]
+    res(dst.relay.refused == 1 and said and st.get("status") == "failed" and
+        rc not in (None, 0),
+        "%s: the destination's first MIG_DATA_WRITE answered EIO (vmm/qemu 0023 sends it "
+        "without waiting): the destination QEMU reports it (%s), exits (%s), the migration "
+        "fails (%s: %s)" % (tag, said[0][:160] if said else "no 'refused its migration data' "
+                            "line", rc, st.get("status"), st.get("error-desc", "")),
+        qlog[-1500:])
+    source_runs_on(src, tag)
+    source_device_running(src, tag)
+    dst.stop()
+    guest_verify(src, tag)
+
+
 # ---- the live migration, the save and the restore ----
 
 def live(src):
@@ -672,8 +693,9 @@ def main():
             control_cancel(src)
             control_mem_size(src)
             control_corrupt(src)
+            control_refused_write(src)
         else:
-            note("VCXL_E2E_MIGRATE_CONTROLS=0: cancel, mem-size and corrupt skipped")
+            note("VCXL_E2E_MIGRATE_CONTROLS=0: cancel, mem-size, corrupt and refused-write skipped")
         dst = main_migration(src)
         if dst:
             save_restore(dst)

@@ -39,15 +39,17 @@
 # guest, behind a relay answering ENOSYS) is refused; then, on the guest's VM:
 # migrate_cancel during pre-copy; a destination with another --mem-size (refused, the source
 # resumes); a corrupt stream (a relay flips a byte of the device state on its way to the
-# destination server: refused, the source resumes; return-path on both sides); after each,
+# destination server: refused, the source resumes; return-path on both sides); a refused
+# MIG_DATA_WRITE (a relay answers the first one EIO: vmm/qemu 0023 sends it without waiting,
+# the destination still fails, the source resumes); after each,
 # the guest verifies everything on the source and the host reads device memory back. The
 # live migration, verified on the destination by the guest (pattern, generation, decoders,
 # registers, BAR0 RAM, every job with its interrupt, the one in flight) and by the host
 # through the destination's control socket. Then the destination VM saved to a file (migrate
 # file:), its QEMU and server stopped, restored by a fresh server and QEMU -incoming file:,
 # verified the same way, a new job, power off. Expected: no mismatch anywhere.
-# VCXL_E2E_MIGRATE_CONTROLS=0 (by hand, while working on it): without the cancel, mem-size
-# and corrupt controls (about 25 s instead of 60).
+# VCXL_E2E_MIGRATE_CONTROLS=0 (by hand, while working on it): without the cancel, mem-size,
+# corrupt and refused-write controls (about 25 s instead of 60).
 # Skips visibly (TAP "1..0 # SKIP") when the guest kernel or the CXL-aware QEMU cannot be had
 # (guest-kernel-lib.sh: VCXL_E2E_BUILD_KERNEL=0; cxlmem-lib.sh: VCXL_QEMU_CXL,
 # VCXL_E2E_BUILD_QEMU=0). Logs: BUILDDIR/e2e-migrate/ (figures.json: the measured times).
@@ -150,10 +152,10 @@ for c in "$LOG"/dst[0-9]*.console.log "$LOG/restore.console.log"; do
 	ndst=$((ndst + E2E_NSTEPS))
 done
 # setup: 6 (module-load, setup-region/-pattern/-decoders/-registers/-bar0-ram); 8 per
-# VERIFY, 9 with a job in flight: cancel, mem-size, corrupt on the source; migrated (9) on
+# VERIFY, 9 with a job in flight: cancel, mem-size, corrupt, refused-write on the source; migrated (9) on
 # the destination; restored (8 or 9, + new-job) after the restore
-want=$((6 + 3 * 8 + 9 + 9))
-[ "${VCXL_E2E_MIGRATE_CONTROLS:-1}" = 0 ] && want=$((want - 3 * 8))
+want=$((6 + 4 * 8 + 9 + 9))
+[ "${VCXL_E2E_MIGRATE_CONTROLS:-1}" = 0 ] && want=$((want - 4 * 8))
 if [ $((nsrc + ndst)) -ge "$want" ]; then
 	tap OK "the guest reported all its checks ($nsrc STEP lines on the source, $ndst after the moves)"
 else
