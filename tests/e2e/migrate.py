@@ -458,46 +458,40 @@ def control_mem_size(src):
     guest_verify(src, tag)
 
 
-def control_corrupt(src):
-    tag = "corrupt"
-    dst = dst_start("dst-corrupt", relay="corrupt")
+def control_relay(src, tag, mode, what, count, said):
+    """a destination behind a relay in mode: its refusal fails the migration, the source
+    runs on intact. what: the relay's doing; count(relay): times it did it (1 expected);
+    said(dst, qlog): the lines saying why it was refused"""
+    dst = dst_start("dst-" + mode, relay=mode)
     if not dst:
         return
-    st = run_migration(src, "unix:" + os.path.join(TMP, "mig-corrupt.sock"), dst=dst)
+    st = run_migration(src, "unix:" + os.path.join(TMP, "mig-%s.sock" % mode), dst=dst)
     rc, qlog = dst_failed(dst, tag)
-    refused = dst.log_has("device state refused")
-    res(dst.relay.corrupted == 1 and refused and st.get("status") == "failed" and
-        rc not in (None, 0),
-        "%s: a byte of the device state flipped on its way to the destination server: the "
-        "server refuses it (%s), the destination QEMU exits (%s), the migration fails (%s: %s)"
-        % (tag, refused[0] if refused else "no 'device state refused' line", rc,
-           st.get("status"), st.get("error-desc", "")),
+    why = said(dst, qlog)
+    res(count(dst.relay) == 1 and why and st.get("status") == "failed" and rc not in (None, 0),
+        "%s: %s (%s), the destination QEMU exits (%s), the migration fails (%s: %s)"
+        % (tag, what, why[0][:160] if why else "no line says why", rc, st.get("status"),
+           st.get("error-desc", "")),
         qlog[-1500:])
     source_runs_on(src, tag)
     source_device_running(src, tag)
     dst.stop()
     guest_verify(src, tag)
+
+
+def control_corrupt(src):
+    control_relay(src, "corrupt", "corrupt",
+                  "a byte of the device state flipped on its way to the destination server: "
+                  "the server refuses it", lambda r: r.corrupted,
+                  lambda dst, qlog: dst.log_has("device state refused"))
 
 
 def control_refused_write(src):
-    tag = "refused-write"
-    dst = dst_start("dst-refusewrite", relay="refusewrite")
-    if not dst:
-        return
-    st = run_migration(src, "unix:" + os.path.join(TMP, "mig-refusewrite.sock"), dst=dst)
-    rc, qlog = dst_failed(dst, tag)
-    said = [ln for ln in qlog.splitlines() if "refused its migration data" in ln]
-    res(dst.relay.refused == 1 and said and st.get("status") == "failed" and
-        rc not in (None, 0),
-        "%s: the destination's first MIG_DATA_WRITE answered EIO (vmm/qemu 0023 sends it "
-        "without waiting): the destination QEMU reports it (%s), exits (%s), the migration "
-        "fails (%s: %s)" % (tag, said[0][:160] if said else "no 'refused its migration data' "
-                            "line", rc, st.get("status"), st.get("error-desc", "")),
-        qlog[-1500:])
-    source_runs_on(src, tag)
-    source_device_running(src, tag)
-    dst.stop()
-    guest_verify(src, tag)
+    control_relay(src, "refused-write", "refusewrite",
+                  "the destination's first MIG_DATA_WRITE answered EIO (vmm/qemu 0023 sends "
+                  "it without waiting): the destination QEMU reports it", lambda r: r.refused,
+                  lambda dst, qlog: [ln for ln in qlog.splitlines()
+                                     if "refused its migration data" in ln])
 
 
 # ---- the live migration, the save and the restore ----
