@@ -17,6 +17,11 @@ host's load at any moment (2 cores here, shared) weighs on both alike:
          generation stores
 Each figure is the median of the RUNS migrations.
 
+The same pair is then moved again with everything on one core (the driver, both QEMUs and
+both servers pinned to the first CPU it may use): without cross-core wake-ups, which take
+tens of microseconds to milliseconds in VMs like these (docs/migration.md section 10), the
+figure is steadier and is the work the device adds. The goal is judged on the first.
+
 The downtime goal is judged at a downtime-limit the idle VMs reach
 (downtime_limit_tight, 20 ms), RUNS_DOWNTIME migrations each: at QEMU's default 300 ms,
 QEMU may switch over in the middle of its first pass over RAM when the rest fits in 300 ms
@@ -197,6 +202,25 @@ def migrate_once(src, template, with_server, downtime_limit):
     return dst, fig
 
 
+def pin(cpus):
+    """moves the driver and every thread of the running VMs and their servers to cpus;
+    the QEMUs and servers started later inherit the driver's affinity"""
+    os.sched_setaffinity(0, cpus)
+    for vm in CURRENT.values():
+        for proc in (vm.qemu, vm.server):
+            if proc is None:
+                continue
+            try:
+                tids = os.listdir("/proc/%d/task" % proc.pid)
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    os.sched_setaffinity(int(tid), cpus)
+                except OSError:
+                    pass  # the thread is gone
+
+
 def boot(name, template, with_server, ready, prepare=None):
     """starts one VM and waits for its guest (then prepare(vm))"""
     vm = CURRENT[name] = VM(template, with_server)
@@ -216,7 +240,8 @@ def interleaved(plan, runs, downtime_limit, label=None):
         for name, template, with_server in (plan if i % 2 == 0 else plan[::-1]):
             CURRENT[name], fig = migrate_once(CURRENT[name], template, with_server,
                                               downtime_limit)
-            note("%s run %d (limit %d ms): %s" % (label or name, i + 1, downtime_limit,
+            who = name if not label else label if len(plan) == 1 else name + ", " + label
+            note("%s run %d (limit %d ms): %s" % (who, i + 1, downtime_limit,
                                                  json.dumps(fig)))
             figs[name].append(fig)
             time.sleep(1)  # the guest settles on its new QEMU
@@ -236,6 +261,13 @@ def med(figs, key):
 
 
 OUT = []
+
+
+def phases(figs):
+    """the medians of the source's downtime checkpoints (µs), or None"""
+    ph = [med(figs, k) for k in ("ph_stop_us", "ph_iterable_us", "ph_non_iterable_us",
+                                 "ph_destination_us")]
+    return None if None in ph else ph
 
 
 def row(name, value, unit, ratio=None, desc="", goal=None, met=None, extra=None):
@@ -261,6 +293,13 @@ def main():
         boot("idle", CFG["template"], True, r"^MIG-READY.*$", pause)
         f = interleaved(plan, RUNS_DOWNTIME, DL_TIGHT)
         nodev, idle = f["nodev"], f["idle"]
+        cpus = os.sched_getaffinity(0)
+        pin({min(cpus)})
+        try:
+            f = interleaved(plan, RUNS_DOWNTIME, DL_TIGHT, "one core")
+        finally:
+            pin(cpus)
+        nodev_1c, idle_1c = f["nodev"], f["idle"]
         f = interleaved(plan, RUNS, 300)
         nodev_dflt, idle_dflt = f["nodev"], f["idle"]
         CURRENT["nodev"].command("QUIT")
@@ -307,14 +346,31 @@ def main():
             met)
         if what == "downtime":
             device_part("idle", idle)
+            base_ph = None
             for name, figs in (("nodev", nodev), ("idle", idle)):
-                ph = [med(figs, k) for k in ("ph_stop_us", "ph_iterable_us",
-                                             "ph_non_iterable_us", "ph_destination_us")]
-                if None not in ph:
+                ph = phases(figs)
+                if ph:
                     row("migrate_downtime_phases_%s" % name, sum(ph) / 1000.0, "ms",
+                        sum(ph) / base_ph if base_ph else None,
                         desc="source checkpoints, medians: stop %.1f, iterable (RAM's last "
                         "pass, device stop-copy) %.1f, the rest %.1f, the destination's load "
                         "%.1f ms" % tuple(x / 1000.0 for x in ph))
+                    base_ph = base_ph or sum(ph)
+            b, v = med(nodev_1c, key), med(idle_1c, key)
+            row("migrate_downtime_nodev_one_core", b, unit,
+                desc="the VM without the device, everything on one core, downtime-limit "
+                "%d ms" % DL_TIGHT)
+            row("migrate_downtime_vcxl_idle_one_core", v, unit, v / b if b else None,
+                "with an idle vcxl device / without it, everything on one core: the "
+                "device's work without cross-core wake-ups")
+            base_ph = None
+            for name, figs in (("nodev", nodev_1c), ("idle", idle_1c)):
+                ph = phases(figs)
+                if ph:
+                    row("migrate_downtime_phases_%s_one_core" % name, sum(ph) / 1000.0, "ms",
+                        sum(ph) / base_ph if base_ph else None,
+                        desc="the same checkpoints, one core")
+                    base_ph = base_ph or sum(ph)
             b, v = med(nodev_dflt, key), med(idle_dflt, key)
             row("migrate_downtime_nodev_default_limit", b, unit,
                 desc="the VM without the device, QEMU's default downtime-limit (300 ms)")
@@ -356,7 +412,8 @@ def main():
                     v * 1024 / base if base and name != "nodev" else None,
                     "VmRSS just after the switch-over" + (", / without the device" if base and
                                                            name != "nodev" else ""))
-    json.dump({"runs": {"nodev": nodev, "idle": idle, "jobs": jobs,
+    json.dump({"runs": {"nodev": nodev, "idle": idle, "jobs": jobs, "nodev_one_core": nodev_1c,
+                        "idle_one_core": idle_1c,
                         "nodev_default_limit": nodev_dflt, "idle_default_limit": idle_dflt},
                "rows": OUT},
               open(CFG["json"], "w"), indent=1)
