@@ -263,11 +263,18 @@ def med(figs, key):
 OUT = []
 
 
-def phases(figs):
-    """the medians of the source's downtime checkpoints (µs), or None"""
-    ph = [med(figs, k) for k in ("ph_stop_us", "ph_iterable_us", "ph_non_iterable_us",
-                                 "ph_destination_us")]
-    return None if None in ph else ph
+def phase_rows(suffix, nodev, idle, desc):
+    """rows of the medians of the source's downtime checkpoints, their sum in ms (desc
+    formats the four), the VM with the device against the one without"""
+    base = None
+    for name, figs in (("nodev", nodev), ("idle", idle)):
+        ph = [med(figs, k) for k in ("ph_stop_us", "ph_iterable_us", "ph_non_iterable_us",
+                                     "ph_destination_us")]
+        if None in ph:
+            continue
+        row("migrate_downtime_phases_%s%s" % (name, suffix), sum(ph) / 1000.0, "ms",
+            sum(ph) / base if base else None, desc=desc % tuple(x / 1000.0 for x in ph))
+        base = base or sum(ph)
 
 
 def row(name, value, unit, ratio=None, desc="", goal=None, met=None, extra=None):
@@ -346,16 +353,9 @@ def main():
             met)
         if what == "downtime":
             device_part("idle", idle)
-            base_ph = None
-            for name, figs in (("nodev", nodev), ("idle", idle)):
-                ph = phases(figs)
-                if ph:
-                    row("migrate_downtime_phases_%s" % name, sum(ph) / 1000.0, "ms",
-                        sum(ph) / base_ph if base_ph else None,
-                        desc="source checkpoints, medians: stop %.1f, iterable (RAM's last "
-                        "pass, device stop-copy) %.1f, the rest %.1f, the destination's load "
-                        "%.1f ms" % tuple(x / 1000.0 for x in ph))
-                    base_ph = base_ph or sum(ph)
+            phase_rows("", nodev, idle, "source checkpoints, medians: stop %.1f, iterable "
+                       "(RAM's last pass, device stop-copy) %.1f, the rest %.1f, the "
+                       "destination's load %.1f ms")
             b, v = med(nodev_1c, key), med(idle_1c, key)
             row("migrate_downtime_nodev_one_core", b, unit,
                 desc="the VM without the device, everything on one core, downtime-limit "
@@ -363,14 +363,8 @@ def main():
             row("migrate_downtime_vcxl_idle_one_core", v, unit, v / b if b else None,
                 "with an idle vcxl device / without it, everything on one core: the "
                 "device's work without cross-core wake-ups")
-            base_ph = None
-            for name, figs in (("nodev", nodev_1c), ("idle", idle_1c)):
-                ph = phases(figs)
-                if ph:
-                    row("migrate_downtime_phases_%s_one_core" % name, sum(ph) / 1000.0, "ms",
-                        sum(ph) / base_ph if base_ph else None,
-                        desc="the same checkpoints, one core")
-                    base_ph = base_ph or sum(ph)
+            phase_rows("_one_core", nodev_1c, idle_1c, "the same checkpoints, one core: "
+                       "%.1f, %.1f, %.1f, %.1f ms")
             b, v = med(nodev_dflt, key), med(idle_dflt, key)
             row("migrate_downtime_nodev_default_limit", b, unit,
                 desc="the VM without the device, QEMU's default downtime-limit (300 ms)")
