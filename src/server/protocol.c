@@ -189,10 +189,19 @@ static int dma_map_device(struct vcxl_conn *c, uint64_t iova)
 		return 0;
 	if (!dm->ptr) {
 		/* QEMU maps its ROMs and the device's own BARs so, again at every
-		 * remap: a client's warning, rate-limited as its protocol errors */
-		vcxl_log_limited(&c->log_rl, conn_name(c), VCXL_LOG_WARN,
-				 "%s: DMA window [0x%llx, +0x%llx) has no fd: the device cannot "
-				 "reach it",
+		 * remap: for a device that needs the fd, a client's warning,
+		 * rate-limited as its protocol errors; the model reaches the window
+		 * with DMA_READ/DMA_WRITE (vfio-user spec "DMA_MAP") */
+		if (c->ops->dma_needs_fd && c->ops->dma_needs_fd(c->dev))
+			vcxl_log_limited(&c->log_rl, conn_name(c), VCXL_LOG_WARN,
+					 "%s: DMA window [0x%llx, +0x%llx) has no fd: the device "
+					 "cannot reach it",
+					 conn_name(c), (unsigned long long)dm->iova,
+					 (unsigned long long)dm->size);
+		else
+			vcxl_log(VCXL_LOG_DEBUG,
+				 "%s: DMA window [0x%llx, +0x%llx) has no fd: the device reaches "
+				 "it by DMA_READ/DMA_WRITE",
 				 conn_name(c), (unsigned long long)dm->iova,
 				 (unsigned long long)dm->size);
 		return 0;

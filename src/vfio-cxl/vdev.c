@@ -486,6 +486,15 @@ static int vdev_dma_map(void *dev, uint64_t iova, uint64_t size, void *vaddr, bo
 	return v->be->ops->dma_map(v->be->dev, iova, size, vaddr, write);
 }
 
+/* Hardware DMA goes through the IOMMU: only a window with an fd is mapped
+ * there. The model's goes through set_dma, which reaches every window. */
+static bool vdev_dma_needs_fd(void *dev)
+{
+	struct vcxl_vdev *v = dev;
+
+	return v->be->ops->dma_map != NULL;
+}
+
 static int vdev_dma_unmap(void *dev, uint64_t iova, uint64_t size)
 {
 	struct vcxl_vdev *v = dev;
@@ -805,6 +814,7 @@ const struct vcxl_dev_ops vcxl_vdev_ops = {
     .set_irq_eventfd = vdev_set_irq_eventfd,
     .dma_map = vdev_dma_map,
     .dma_unmap = vdev_dma_unmap,
+    .dma_needs_fd = vdev_dma_needs_fd,
     .set_dma = vdev_set_dma,
     .reset = vdev_reset,
     .client_gone = vdev_client_gone,

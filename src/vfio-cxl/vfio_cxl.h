@@ -171,6 +171,11 @@ struct vcxl_dev_ops {
 	 * does DMA through set_dma instead. Optional. */
 	int (*dma_map)(void *dev, uint64_t iova, uint64_t size, void *vaddr, bool write);
 	int (*dma_unmap)(void *dev, uint64_t iova, uint64_t size);
+	/* Whether the device reaches client memory only through dma_map (its
+	 * IOMMU), so that a window without an fd is out of its reach. Optional
+	 * (NULL: no; the device's DMA goes through set_dma, into a window
+	 * without an fd by DMA_READ/DMA_WRITE messages). */
+	bool (*dma_needs_fd)(void *dev);
 	/* Device-initiated DMA into client memory (ops NULL: none). */
 	void (*set_dma)(void *dev, const struct vcxl_dma_ops *ops, void *opaque);
 	/* VFIO_DEVICE_RESET. What each kind of reset does: docs/reset.md. */

@@ -4,8 +4,9 @@
  * flood of bad messages wrote 45 MB of log in 5 s, drowning every other
  * device's lines): 5,000 rejected messages on device 0 give at most a few
  * windows' worth of "protocol error" lines and a "suppressed" count, and
- * device 1's own warning still appears. So do 5,000 DMA windows without an
- * fd, each a warning that the device cannot reach it.
+ * device 1's own warning still appears. 5,000 DMA windows without an fd are
+ * all taken and log nothing at warn: the model reaches such a window with
+ * DMA_READ/DMA_WRITE (only hardware, which needs the fd, warns; test_proto).
  */
 #include "harness.h"
 #include "tap.h"
@@ -32,8 +33,8 @@ static int bad_messages(const char *sock, int n)
 	return got;
 }
 
-/* DMA_MAP of a window without an fd (which the device cannot reach: a
- * warning), then its DMA_UNMAP, n times: how many maps were accepted */
+/* DMA_MAP of a window without an fd, then its DMA_UNMAP, n times: how many
+ * maps were accepted */
 static int fdless_maps(const char *sock, int n)
 {
 	struct vcxl_client *c = NULL;
@@ -76,9 +77,8 @@ int main(int argc, char **argv)
 	is(h_log_count(&h, "dev1: " VCXL_PROTO_ERR_PREFIX), 1, "device 1's warning is there");
 	is(fdless_maps(s0, NBAD), NBAD,
 	   "device 0's client: %d DMA windows without an fd, each unmapped", NBAD);
-	lines = h_log_count(&h, "has no fd");
-	ok(lines >= 1 && lines <= limit, "their warnings in the log: %d of %d (at most %d)", lines,
-	   NBAD, limit);
+	is(h_log_count(&h, "has no fd"), 0,
+	   "... and no warning: the model reaches them by DMA_READ/DMA_WRITE");
 	is(h_stop(&h), 0, "server exits cleanly");
 	h_cleanup(&h);
 	return done();

@@ -283,6 +283,12 @@ static inline int fake_set_irq_eventfd(void *dev, uint32_t index, uint32_t vecto
 	return 0;
 }
 
+static inline bool fake_dma_needs_fd(void *dev)
+{
+	(void)dev;
+	return true; /* an IOMMU mapping is its only way in */
+}
+
 /* The same device with the hardware (VFIO-like) operations. */
 static const struct vcxl_dev_ops fake_hw_dev_ops = {
     .get_info = fake_get_info,
@@ -294,6 +300,7 @@ static const struct vcxl_dev_ops fake_hw_dev_ops = {
     .set_irq_eventfd = fake_set_irq_eventfd,
     .dma_map = fake_dma_map,
     .dma_unmap = fake_dma_unmap,
+    .dma_needs_fd = fake_dma_needs_fd,
     .set_dma = fake_set_dma,
     .reset = fake_reset,
     .client_gone = fake_client_gone,
