@@ -19,6 +19,7 @@
 #include "server/server.h"
 #include "tap.h"
 #include "unit/fake_dev.h"
+#include "unit/stderr_capture.h"
 
 struct srv {
 	struct fake_dev dev;
@@ -100,47 +101,6 @@ static void srv_stop(struct srv *s, struct vcxl_client *c)
 	vcxl_client_close(c);
 	pthread_join(s->th, NULL);
 	fake_dev_fini(&s->dev);
-}
-
-/* stderr to a temporary file until stderr_release(), which counts the lines
- * holding needle: the server thread logs a request's lines before it replies */
-static int stderr_saved = -1;
-
-static int stderr_capture(void)
-{
-	char path[] = "/tmp/vcxl-proto-XXXXXX";
-	int fd = mkstemp(path);
-
-	if (fd < 0)
-		return -1;
-	unlink(path);
-	fflush(stderr);
-	stderr_saved = dup(2);
-	dup2(fd, 2);
-	return fd;
-}
-
-static int stderr_release(int fd, const char *needle)
-{
-	char line[1024];
-	int n = 0;
-	FILE *f;
-
-	if (fd < 0)
-		return -1;
-	fflush(stderr);
-	dup2(stderr_saved, 2);
-	close(stderr_saved);
-	f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return -1;
-	}
-	rewind(f);
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
 }
 
 static int raw_err(struct vcxl_client *c, uint16_t cmd, uint32_t flags, const void *p, size_t len,
@@ -494,11 +454,16 @@ static void test_hw_device(void)
 	is(s.dev.last_map_iova, 0x100000, "... at the IOVA");
 	is(s.dev.last_map_size, 0x10000, "... with the size");
 	ok(s.dev.last_map_write, "... writable");
-	int log = stderr_capture();
+	/* the server thread logs a request's lines before it replies */
+	struct stderr_capture cap;
+	int captured = stderr_capture(&cap);
 	is(vcxl_client_dma_map(c, 0x200000, 0x10000, VFIO_USER_F_DMA_REGION_READ, -1, 0, NULL), 0,
 	   "DMA_MAP without an fd is accepted");
-	is(stderr_release(log, "has no fd: the device cannot reach it"), 1,
+	FILE *log = captured ? NULL : stderr_release(&cap);
+	is(stderr_lines(log, "has no fd: the device cannot reach it"), 1,
 	   "... with a warning: the device needs the fd");
+	if (log)
+		fclose(log);
 	is(s.dev.iommu_maps, 1, "... and cannot reach it (not mapped)");
 	is(vcxl_client_dma_map(c, 1ull << 48, 0x10000, rw, mfd, 0x10000, NULL), -ENOSPC,
 	   "the device's mapping fails: the DMA_MAP fails with its errno");
