@@ -29,6 +29,7 @@ struct vcxl_client_caps {
 	uint64_t pgsizes;
 	uint32_t max_dma_maps;
 	bool write_multiple;
+	bool dirty_in_stop_copy; /* vcxl's: docs/migration.md "DMA logging" */
 };
 
 struct vcxl_client_info {

@@ -501,6 +501,9 @@ int vcxl_client_negotiate(struct vcxl_client *c, const char *json)
 	c->caps.max_dma_maps = (uint32_t)json_u64(caps, "max_dma_maps", VFIO_USER_DEF_MAX_DMA_MAPS);
 	c->caps.write_multiple = caps && json_object_object_get_ex(caps, "write_multiple", &o) &&
 				 json_object_get_boolean(o);
+	c->caps.dirty_in_stop_copy = caps &&
+				     json_object_object_get_ex(caps, "dirty_in_stop_copy", &o) &&
+				     json_object_get_boolean(o);
 	if (!c->caps.max_data_xfer_size)
 		goto out;
 	rc = 0;

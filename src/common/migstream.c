@@ -323,8 +323,11 @@ int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
 
 int vcxl_mig_finish(struct vcxl_mig_buf *b)
 {
-	uint32_t nsec = b->nsec;
+	uint32_t nsec;
 
+	if (b->tail && !b->err)
+		b->tail(b, b->tail_opaque);
+	nsec = b->nsec;
 	vcxl_mig_sec_begin(b, VCXL_MIG_SEC_END, 0);
 	size_t end_at = b->sec_at;
 	uint8_t *e = vcxl_mig_reserve(b, VCXL_MIG_END_LEN);

@@ -32,6 +32,9 @@
  * with more dirty pages than VCXL_MIG_DEVMEM_MAX refuses STOP_COPY (EFBIG). */
 #define VCXL_MIG_STATE_MAX  (8ull << 20)
 #define VCXL_MIG_DEVMEM_MAX (256ull << 20)
+/* and the pages of client memory in a DMAPAGES section (its STOP_COPY refused
+ * with EFBIG beyond) */
+#define VCXL_MIG_DMAPAGES_MAX (256ull << 20)
 
 /* Header: fixed, VCXL_MIG_HDR_LEN bytes */
 #define VCXL_MIG_HDR_LEN  128u
@@ -96,6 +99,13 @@ enum vcxl_mig_sec_type {
 	VCXL_MIG_SEC_BE_LAST = 31,
 	/* pages of device memory the device wrote itself since logging started */
 	VCXL_MIG_SEC_DEVMEM = 32,
+	/* the vfio-user server's sections (src/server/migration.c), loaded by it */
+	VCXL_MIG_SEC_SRV_FIRST = 48,
+	/* pages of client memory the device wrote since the client's last
+	 * DMA_LOGGING_REPORT, for a client that asks for no report once the
+	 * device stopped (capability "dirty_in_stop_copy", docs/migration.md) */
+	VCXL_MIG_SEC_DMAPAGES = 48,
+	VCXL_MIG_SEC_SRV_LAST = 63,
 	VCXL_MIG_SEC_END = 0xffff, /* {u32 crc of all before, u32 sections before} */
 };
 #define VCXL_MIG_END_LEN 8u
@@ -149,6 +159,10 @@ struct vcxl_mig_buf {
 	int err;	 /* first error (sticky): -ENOMEM, -EFBIG */
 	size_t sec_at;	 /* head of the open section */
 	uint32_t nsec;
+	/* The stream's owner's sections (types VCXL_MIG_SEC_SRV_*), written by
+	 * vcxl_mig_finish() before END: NULL for none */
+	void (*tail)(struct vcxl_mig_buf *b, void *opaque);
+	void *tail_opaque;
 };
 
 /* The header with geom (stream_len patched by vcxl_mig_finish). */

@@ -88,6 +88,11 @@ struct conn_mig {
 	bool dev_dirty; /* the device tracks its own writes to its memory */
 	bool logging;
 	bool said_unsupported; /* "not migratable" logged once */
+	/* capability "dirty_in_stop_copy": the client asks for no
+	 * DMA_LOGGING_REPORT once the device stopped; STOP_COPY's stream carries
+	 * the pages the device wrote since the last one (DMAPAGES section) */
+	bool dirty_in_data;
+	uint64_t dma_pages_saved; /* the last STOP_COPY's DMAPAGES pages */
 	uint64_t log_pgsize;
 	unsigned nranges;
 	struct mig_log_range *ranges;

@@ -157,6 +157,155 @@ void conn_mig_log_write(struct vcxl_conn *c, uint64_t iova, uint64_t len)
 	}
 }
 
+/* ---- client pages in the stream (capability "dirty_in_stop_copy") ------- */
+
+/* The window holding the 4 KiB page at iova whole, mapped here (an fd) and
+ * readable or writable; NULL for none. The device writes a window without an
+ * fd through DMA_WRITE messages: the client wrote those pages itself and
+ * tracks them as its own. */
+static const struct vcxl_dma_map *page_window(const struct vcxl_conn *c, uint64_t iova, bool write)
+{
+	const struct vcxl_dma_map *mp = vcxl_dma_find(&c->dma, iova);
+	uint32_t need = write ? VFIO_USER_F_DMA_REGION_WRITE : VFIO_USER_F_DMA_REGION_READ;
+
+	if (!mp || !mp->ptr || !(mp->flags & need) || iova < mp->iova || mp->size < VCXL_MIG_PAGE ||
+	    iova - mp->iova > mp->size - VCXL_MIG_PAGE)
+		return NULL;
+	return mp;
+}
+
+/*
+ * The logged pages the device wrote since the last report that a window
+ * mapped here holds, in 4 KiB pages: their count; with iovas, each page's
+ * iova (8 bytes each) and its contents at data (4 KiB each), *err the first
+ * copy's failure (a window no longer backed by the client's fd).
+ */
+static uint64_t dirty_pages(const struct vcxl_conn *c, uint8_t *iovas, uint8_t *data, int *err)
+{
+	uint64_t ps = c->mig.log_pgsize, n = 0;
+
+	for (unsigned i = 0; i < c->mig.nranges; i++) {
+		const struct mig_log_range *r = &c->mig.ranges[i];
+		uint64_t npg = (r->len + ps - 1) / ps;
+
+		for (uint64_t p = 0; p < npg; p++) {
+			if (!r->bits[p / 64]) {
+				p |= 63; /* a word of clean pages */
+				continue;
+			}
+			if (!(r->bits[p / 64] & (1ull << (p % 64))))
+				continue;
+			for (uint64_t o = 0; o < ps; o += VCXL_MIG_PAGE) {
+				uint64_t iova = r->iova + p * ps + o;
+				const struct vcxl_dma_map *mp = page_window(c, iova, false);
+
+				if (!mp)
+					continue;
+				if (iovas) {
+					int rc = vcxl_dma_copy(data + n * VCXL_MIG_PAGE,
+							       mp->ptr + (iova - mp->iova),
+							       VCXL_MIG_PAGE);
+					vcxl_mig_wr64(iovas + 8 * n, iova);
+					if (rc && !*err)
+						*err = rc;
+				}
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+/* vcxl_mig_finish()'s tail: the DMAPAGES section {u64 page size, u64 count,
+ * count iovas, count pages}, when the device wrote any; the logged bits stay
+ * (a client that reports after all gets them too: the same bytes twice). */
+static void save_dma_pages(struct vcxl_mig_buf *b, void *opaque)
+{
+	struct vcxl_conn *c = opaque;
+	uint64_t n = dirty_pages(c, NULL, NULL, NULL);
+	int err = 0;
+	uint8_t *p;
+
+	if (!b->count_only)
+		c->mig.dma_pages_saved = n;
+	if (!n)
+		return;
+	if (n > VCXL_MIG_DMAPAGES_MAX / VCXL_MIG_PAGE) {
+		b->err = b->err ? b->err : -EFBIG;
+		return;
+	}
+	vcxl_mig_sec_begin(b, VCXL_MIG_SEC_DMAPAGES, 0);
+	vcxl_mig_put_u64(b, VCXL_MIG_PAGE);
+	vcxl_mig_put_u64(b, n);
+	if ((p = vcxl_mig_reserve(b, n * (8 + VCXL_MIG_PAGE))))
+		dirty_pages(c, p, p + 8 * n, &err);
+	if (err && !b->err)
+		b->err = err;
+	vcxl_mig_sec_end(b);
+}
+
+/* Where a stream's DMAPAGES section is (pointers into the stream or its
+ * iterator's decoding: valid until vcxl_mig_close) */
+struct dma_pages {
+	const uint8_t *iovas, *data;
+	uint64_t n;
+};
+
+/* A stream's DMAPAGES section checked against this client's windows (each
+ * page whole in a writable window mapped here), nothing written: 0, or -errno
+ * with err. The stream is hostile input; the device's load checks the rest. */
+static int dma_pages_stage(const struct vcxl_conn *c, const uint8_t *st, size_t len,
+			   struct vcxl_mig_iter *it, struct dma_pages *dp, char *err, size_t errlen)
+{
+	struct vcxl_mig_hdr h;
+	const uint8_t *p;
+	uint32_t type, flags;
+	uint64_t plen, n;
+	int rc;
+
+	memset(dp, 0, sizeof(*dp));
+	if ((rc = vcxl_mig_open(it, st, len, &h, err, errlen)))
+		return rc;
+	while ((rc = vcxl_mig_next(it, &type, &flags, &p, &plen, err, errlen)) > 0) {
+		if (type != VCXL_MIG_SEC_DMAPAGES)
+			continue;
+		if (plen < 16 || vcxl_mig_rd64(p) != VCXL_MIG_PAGE)
+			return vcxl_mig_fail(err, errlen, "DMAPAGES: bad header");
+		n = vcxl_mig_rd64(p + 8);
+		if (n > VCXL_MIG_DMAPAGES_MAX / VCXL_MIG_PAGE ||
+		    plen != 16 + n * (8 + VCXL_MIG_PAGE))
+			return vcxl_mig_fail(err, errlen, "DMAPAGES: %llu pages in %llu bytes",
+					     (unsigned long long)n, (unsigned long long)plen);
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t iova = vcxl_mig_rd64(p + 16 + 8 * i);
+
+			if (iova % VCXL_MIG_PAGE || !page_window(c, iova, true))
+				return vcxl_mig_fail(err, errlen,
+						     "DMAPAGES: the page at iova 0x%llx is in no "
+						     "writable DMA window of this client",
+						     (unsigned long long)iova);
+		}
+		*dp = (struct dma_pages){p + 16, p + 16 + 8 * n, n};
+	}
+	return rc;
+}
+
+/* The staged pages into the client's memory: 0 or the first copy's -errno. */
+static int dma_pages_apply(const struct vcxl_conn *c, const struct dma_pages *dp)
+{
+	for (uint64_t i = 0; i < dp->n; i++) {
+		uint64_t iova = vcxl_mig_rd64(dp->iovas + 8 * i);
+		const struct vcxl_dma_map *mp = page_window(c, iova, true);
+		int rc = mp ? vcxl_dma_copy(mp->ptr + (iova - mp->iova),
+					    dp->data + i * VCXL_MIG_PAGE, VCXL_MIG_PAGE)
+			    : -EFAULT;
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static bool pow2(uint64_t x)
 {
 	return x && !(x & (x - 1));
@@ -418,6 +567,39 @@ static void drop_streams(struct vcxl_conn *c)
 	c->mig.in_bad = false;
 }
 
+/* The server's sections after the device's, for a client that asked for them
+ * (a save's stream or its size). */
+static void stream_tail(struct vcxl_conn *c, struct vcxl_mig_buf *b)
+{
+	if (!c->mig.dirty_in_data || !c->mig.logging)
+		return;
+	b->tail = save_dma_pages;
+	b->tail_opaque = c;
+	if (b->max && b->max < SIZE_MAX / 2)
+		b->max += VCXL_MIG_DMAPAGES_MAX + VCXL_MIG_DMAPAGES_MAX / VCXL_MIG_PAGE * 8 +
+			  VCXL_MIG_SEC_HDR_LEN + 16;
+}
+
+/* RESUMING -> STOP: the stream written, all of it or nothing: the server's
+ * sections checked, the device's state loaded (the device checks its own and
+ * resets itself on a refusal), then the client's pages written. */
+static int load_stream(struct vcxl_conn *c, char *err, size_t errlen)
+{
+	struct vcxl_mig_iter it = {0};
+	struct dma_pages dp;
+	int rc = dma_pages_stage(c, c->mig.in, c->mig.in_len, &it, &dp, err, errlen);
+
+	if (rc)
+		c->ops->reset(c->dev);
+	else if (!(rc = c->ops->mig_load(c->dev, c->mig.in, c->mig.in_len, err, errlen)) &&
+		 (rc = dma_pages_apply(c, &dp))) {
+		snprintf(err, errlen, "client memory could not be written (%s)", strerror(-rc));
+		c->ops->reset(c->dev);
+	}
+	vcxl_mig_close(&it);
+	return rc;
+}
+
 /* One direct arc; 0 or -errno (the state then as the arc left it). */
 static int mig_step(struct vcxl_conn *c, uint32_t to)
 {
@@ -432,6 +614,7 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 	} else if (from == VFIO_DEVICE_STATE_STOP && to == VFIO_DEVICE_STATE_STOP_COPY) {
 		drop_streams(c);
 		c->mig.out.max = (size_t)c->ops->mig_max_size(c->dev);
+		stream_tail(c, &c->mig.out);
 		rc = c->ops->mig_save(c->dev, &c->mig.out);
 		if (rc) {
 			snprintf(err, sizeof(err), "device state not saved: %s%s", strerror(-rc),
@@ -443,14 +626,21 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 			drop_streams(c);
 			return rc;
 		}
+		char pages[96] = "";
+
+		if (c->mig.out.tail)
+			snprintf(pages, sizeof(pages),
+				 "; %llu pages of client memory it wrote since the last report "
+				 "in the stream",
+				 (unsigned long long)c->mig.dma_pages_saved);
 		c->st.mig.state_bytes = c->mig.out.len;
 		c->st.mig.bytes_sent = 0;
 		c->st.mig.stop_copy_since_ms = now_ms();
 		vcxl_log(VCXL_LOG_INFO,
 			 "%s: migration: stop-copy: device state of %zu bytes saved (%llu pages "
-			 "of device memory went by DMA logging reports)",
+			 "of device memory went by DMA logging reports%s)",
 			 conn_name(c), c->mig.out.len,
-			 (unsigned long long)c->st.mig.devmem_reported);
+			 (unsigned long long)c->st.mig.devmem_reported, pages);
 	} else if (from == VFIO_DEVICE_STATE_STOP_COPY && to == VFIO_DEVICE_STATE_STOP) {
 		int64_t t = now_ms() - c->st.mig.stop_copy_since_ms;
 		c->st.mig.stop_copy_ms = t > 0 ? (uint64_t)t : 0;
@@ -478,7 +668,7 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 			rc = -EINVAL;
 			c->ops->reset(c->dev);
 		} else {
-			rc = c->ops->mig_load(c->dev, c->mig.in, c->mig.in_len, err, sizeof(err));
+			rc = load_stream(c, err, sizeof(err));
 		}
 		if (rc) {
 			vcxl_log(VCXL_LOG_ERROR,
@@ -591,6 +781,7 @@ static int stop_copy_size(struct vcxl_conn *c, uint64_t *len)
 		*len = c->mig.out.len - c->mig.out_off;
 		return 0;
 	}
+	stream_tail(c, &b);
 	rc = c->ops->mig_save(c->dev, &b);
 	*len = b.len;
 	return rc;

@@ -61,7 +61,7 @@ static int json_get_u64(struct json_object *caps, const char *key, uint64_t *v, 
 /* vfio-user spec "VERSION": the client's capabilities */
 static int version_parse_caps(struct vcxl_conn *c, struct vcxl_msg *m, const char *json, size_t len,
 			      uint64_t *max_fds, uint64_t *max_xfer, uint64_t *pgsizes,
-			      uint64_t *max_maps, bool *wm)
+			      uint64_t *max_maps, bool *wm, bool *dirty)
 {
 	struct json_tokener *tok;
 	struct json_object *root, *caps, *o;
@@ -112,6 +112,14 @@ static int version_parse_caps(struct vcxl_conn *c, struct vcxl_msg *m, const cha
 		}
 		*wm = json_object_get_boolean(o);
 	}
+	/* vcxl's: docs/migration.md "DMA logging" */
+	if (json_object_object_get_ex(caps, "dirty_in_stop_copy", &o)) {
+		if (!json_object_is_type(o, json_type_boolean)) {
+			proto_err(c, m, "dirty_in_stop_copy is not a boolean");
+			goto out;
+		}
+		*dirty = json_object_get_boolean(o);
+	}
 	rc = 0;
 out:
 	json_object_put(root);
@@ -126,7 +134,7 @@ static int handle_version(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 	struct vfio_user_version v;
 	struct json_object *root, *caps;
 	const char *s;
-	bool wm = false;
+	bool wm = false, dirty = false;
 	size_t slen;
 
 	if (c->negotiated) {
@@ -141,12 +149,13 @@ static int handle_version(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 	}
 	if (m->len > sizeof(v) &&
 	    version_parse_caps(c, m, (const char *)m->data + sizeof(v), m->len - sizeof(v),
-			       &max_fds, &max_xfer, &pgsizes, &max_maps, &wm))
+			       &max_fds, &max_xfer, &pgsizes, &max_maps, &wm, &dirty))
 		return reply_error(r, EINVAL);
 
 	c->client_max_fds = (uint32_t)max_fds;
 	c->client_max_xfer = (uint32_t)max_xfer;
 	c->write_multi = wm;
+	c->mig.dirty_in_data = dirty;
 	if (max_maps < c->dma.max)
 		c->dma.max = (unsigned)max_maps;
 
@@ -158,6 +167,8 @@ static int handle_version(struct vcxl_conn *c, struct vcxl_msg *m, struct reply 
 	json_object_object_add(caps, "max_dma_maps", json_object_new_int64(c->dma.max));
 	if (wm)
 		json_object_object_add(caps, "write_multiple", json_object_new_boolean(1));
+	if (dirty)
+		json_object_object_add(caps, "dirty_in_stop_copy", json_object_new_boolean(1));
 	json_object_object_add(root, "capabilities", caps);
 	s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
 	slen = strlen(s) + 1;

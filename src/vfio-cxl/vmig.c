@@ -597,6 +597,8 @@ static int vmig_parse(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 		default:
 			if (type >= VCXL_MIG_SEC_BE_FIRST && type <= VCXL_MIG_SEC_BE_LAST)
 				rc = o->mig_stage(v->be->dev, type, p, plen, err, errlen);
+			else if (type >= VCXL_MIG_SEC_SRV_FIRST && type <= VCXL_MIG_SEC_SRV_LAST)
+				rc = 0; /* the server's, which loads them itself */
 			else if (flags & VCXL_MIG_SEC_OPTIONAL)
 				rc = 0; /* a newer minor's: skipped */
 			else

@@ -930,7 +930,7 @@ static void *srv_main(void *arg)
 	return NULL;
 }
 
-static struct vcxl_client *srv_start(struct srv *s)
+static struct vcxl_client *srv_start_caps(struct srv *s, const char *caps)
 {
 	struct vcxl_client *c;
 	int sv[2];
@@ -941,9 +941,14 @@ static struct vcxl_client *srv_start(struct srv *s)
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	s->fd = sv[0];
 	pthread_create(&s->th, NULL, srv_main, s);
-	if (vcxl_client_from_fd(sv[1], &c) || vcxl_client_negotiate(c, NULL))
+	if (vcxl_client_from_fd(sv[1], &c) || vcxl_client_negotiate(c, caps))
 		return NULL;
 	return c;
+}
+
+static struct vcxl_client *srv_start(struct srv *s)
+{
+	return srv_start_caps(s, NULL);
 }
 
 static void srv_stop(struct srv *s, struct vcxl_client *c)
@@ -1244,6 +1249,197 @@ static void test_protocol(void)
 	srv_stop(&s, c);
 }
 
+/* QEMU 10.2's capabilities and vcxl's "dirty_in_stop_copy" */
+#define CAPS_DIRTY                                                                                 \
+	"{\"capabilities\":{\"migration\":{\"pgsize\":4096,\"max_bitmap_size\":268435456},"        \
+	"\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,\"pgsizes\":4096,"                      \
+	"\"max_dma_maps\":65535,\"write_multiple\":true,\"dirty_in_stop_copy\":true}}"
+
+/* A FILL of len bytes of client memory at iova with pattern */
+static void fill_client(struct vcxl_client *c, uint64_t iova, uint64_t len, uint64_t pattern)
+{
+	vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_OP, ACCEL_OP_FILL);
+	vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_FLAGS, ACCEL_JOBF_DST_HOST);
+	vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_PATTERN, pattern);
+	vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_DST, iova);
+	vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_LEN, len);
+	vcxl_client_write32(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_DOORBELL, 1);
+}
+
+/* The stream into a RESUMING device, then RESUMING -> STOP's errno */
+static int load_over(struct vcxl_client *c, const uint8_t *st, size_t len)
+{
+	int rc = set_state(c, S_RES);
+
+	for (size_t off = 0; !rc && off < len; off += M)
+		rc = data_write(c, st + off, (uint32_t)(len - off < M ? len - off : M));
+	return rc ? rc : set_state(c, S_STP);
+}
+
+/* Every 8 bytes of [off, +len) of fd hold pattern */
+static bool holds(int fd, off_t off, size_t len, uint64_t pattern)
+{
+	uint64_t w[512];
+	bool same = true;
+
+	for (size_t d = 0; d < len && same; d += sizeof(w)) {
+		if (pread(fd, w, sizeof(w), off + (off_t)d) != (ssize_t)sizeof(w))
+			return false;
+		for (unsigned i = 0; i < 512; i++)
+			same = same && w[i] == pattern;
+	}
+	return same;
+}
+
+/*
+ * Capability "dirty_in_stop_copy": the client asks for no DMA_LOGGING_REPORT
+ * once the device stopped, and STOP_COPY's stream carries the pages of client
+ * memory the device wrote since the last report (a DMAPAGES section), which
+ * the destination writes into its client's memory at RESUMING -> STOP, all or
+ * nothing. Through the protocol, with the memfds the client maps.
+ */
+static void test_dirty_in_stop_copy(void)
+{
+	struct srv s, d, p;
+	struct vcxl_client *c = srv_start_caps(&s, CAPS_DIRTY),
+			   *dc = srv_start_caps(&d, CAPS_DIRTY);
+	struct vcxl_client *pc = srv_start(&p);
+	struct {
+		struct vfio_user_dma_logging_control ctl;
+		struct vfio_user_dma_logging_range r;
+	} st = {{.page_size = 4096, .num_ranges = 1}, {0x100000, 0x100000}};
+	const uint32_t rw = VFIO_USER_F_DMA_REGION_READ | VFIO_USER_F_DMA_REGION_WRITE;
+	const uint64_t pat = 0x5a5a0123456789a5ull, pat2 = 0x0f0f1111deadbeefull;
+	int mfd = memfd_create("src", MFD_CLOEXEC), dfd = memfd_create("dst", MFD_CLOEXEC);
+	int pfd = memfd_create("plain", MFD_CLOEXEC);
+	struct vcxl_mig_iter it;
+	struct vcxl_mig_hdr h;
+	struct sec sec[33];
+	uint8_t *stream = NULL, *pstream = NULL;
+	size_t len = 0, plen = 0;
+	unsigned n;
+	int k;
+
+	if (!c || !dc || !pc || mfd < 0 || dfd < 0 || pfd < 0 || ftruncate(mfd, M) ||
+	    ftruncate(dfd, M) || ftruncate(pfd, M)) {
+		ok(0, "servers and memfds");
+		return;
+	}
+	ok(vcxl_client_server_caps(c)->dirty_in_stop_copy, "the server takes dirty_in_stop_copy");
+	ok(!vcxl_client_server_caps(pc)->dirty_in_stop_copy,
+	   "and does not offer it to a client that did not ask");
+	is(vcxl_client_dma_map(c, 0x100000, M, rw, mfd, 0, NULL), 0, "source: DMA map 1 MiB");
+	is(vcxl_client_dma_map(dc, 0x100000, M, rw, dfd, 0, NULL), 0, "destination: the same");
+	is(vcxl_client_dma_map(pc, 0x100000, M, rw, pfd, 0, NULL), 0, "plain client: the same");
+	is(feat(c, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, 40, &st,
+		sizeof(st), NULL, 0),
+	   0, "source: DMA_LOGGING_START");
+	is(feat(pc, VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_DMA_LOGGING_START, 40, &st,
+		sizeof(st), NULL, 0),
+	   0, "plain client: DMA_LOGGING_START");
+
+	/* pages 3 and 4 written by the device after the last report */
+	fill_client(c, 0x103000, 0x2000, pat);
+	fill_client(pc, 0x103000, 0x2000, pat);
+	ok(holds(mfd, 0x3000, 0x2000, pat), "the job wrote the source's client memory");
+	is(set_state(c, S_SC), 0, "source: RUNNING -> STOP_COPY");
+	len = read_stream(c, &stream);
+	is(set_state(pc, S_SC), 0, "plain client: RUNNING -> STOP_COPY");
+	plen = read_stream(pc, &pstream);
+	n = split(&it, pstream, plen, &h, sec);
+	is(find(sec, n, VCXL_MIG_SEC_DMAPAGES), -1, "a plain client's stream has no DMAPAGES");
+	vcxl_mig_close(&it);
+	n = split(&it, stream, len, &h, sec);
+	k = find(sec, n, VCXL_MIG_SEC_DMAPAGES);
+	ok(k >= 0 && k == (int)n - 1, "the stream ends with a DMAPAGES section");
+	if (k < 0) {
+		vcxl_mig_close(&it);
+		goto out;
+	}
+	is(sec[k].len, 16 + 2 * (8 + 4096ull), "two pages in it");
+	ok(vcxl_mig_rd64(sec[k].p) == 4096 && vcxl_mig_rd64(sec[k].p + 8) == 2 &&
+	       vcxl_mig_rd64(sec[k].p + 16) == 0x103000 && vcxl_mig_rd64(sec[k].p + 24) == 0x104000,
+	   "pages 0x103000 and 0x104000");
+	{
+		uint64_t w;
+		memcpy(&w, sec[k].p + 32 + 4095 - 7, 8);
+		is(w, pat, "with the job's bytes");
+	}
+	{
+		uint8_t rout[8 + 24 + 32];
+		struct vfio_user_dma_logging_report rep = {0x100000, 0x100000, 4096};
+		uint64_t bm0;
+
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   0, "a REPORT in STOP_COPY after all");
+		memcpy(&bm0, rout + 32, 8);
+		is(bm0, 0x18, "still has them (the save kept the logged bits)");
+	}
+
+	/* the destination: its memory gets the pages at RESUMING -> STOP */
+	is(load_over(dc, stream, len), 0, "destination: the stream loads");
+	ok(holds(dfd, 0x3000, 0x2000, pat), "its client memory holds the pages");
+	ok(holds(dfd, 0x2000, 0x1000, 0) && holds(dfd, 0x5000, 0x1000, 0), "and nothing else");
+
+	/* hostile DMAPAGES sections: refused whole, the client memory untouched */
+	{
+		struct vcxl_mig_buf x;
+		struct sec t[33];
+		uint8_t *pg = malloc(sec[k].len + 4096);
+		struct {
+			uint64_t iova;
+			uint64_t count;
+			size_t len;
+			const char *what;
+		} cases[] = {
+		    {0x300000, 2, 0, "a page outside every window"},
+		    {0x1ff000 + 0x800, 2, 0, "a page not 4 KiB aligned"},
+		    {0x1ff000, 3, 0, "a count the payload does not hold"},
+		    {0x1ff000, 2, 16, "a payload longer than its count"},
+		    {0x100000, (VCXL_MIG_DMAPAGES_MAX >> 12) + 1, 0, "over the bound"},
+		};
+		unsigned bad = 0;
+
+		for (unsigned i = 0; pg && i < sizeof(cases) / sizeof(cases[0]); i++) {
+			memcpy(t, sec, sizeof(t));
+			memcpy(pg, sec[k].p, sec[k].len);
+			memset(pg + sec[k].len, 0, 4096);
+			vcxl_mig_wr64(pg + 8, cases[i].count);
+			vcxl_mig_wr64(pg + 24, cases[i].iova);
+			memset(pg + 32, 0x77, 2 * 4096); /* the pages' bytes */
+			t[k].p = pg;
+			t[k].len = sec[k].len + cases[i].len;
+			build(&x, &h.geom, t, n);
+			vcxl_client_reset(dc);
+			for (off_t o = 0; o < 0x1000; o += 8)
+				setup_ok(pwrite(dfd, &pat2, 8, 0x1ff000 + o) != 8);
+			if (load_over(dc, x.data, x.len) != EINVAL || get_state(dc) != S_ERR ||
+			    !holds(dfd, 0x1ff000, 0x1000, pat2) ||
+			    !holds(dfd, 0x3000, 0x2000, pat)) {
+				bad++;
+				diag("%s: state %u, client memory %d %d", cases[i].what,
+				     get_state(dc), holds(dfd, 0x1ff000, 0x1000, pat2),
+				     holds(dfd, 0x3000, 0x2000, pat));
+			}
+			vcxl_client_reset(dc);
+			vcxl_mig_buf_free(&x);
+		}
+		is(bad, 0, "5 hostile DMAPAGES sections refused, nothing written");
+		free(pg);
+	}
+	vcxl_mig_close(&it);
+out:
+	free(stream);
+	free(pstream);
+	close(mfd);
+	close(dfd);
+	close(pfd);
+	srv_stop(&s, c);
+	srv_stop(&d, dc);
+	srv_stop(&p, pc);
+}
+
 /* A backend without the mig_* operations (the hardware backend's table has
  * none: no device-side dirty tracking of CXL memory) is not migratable: no
  * MIGRATION flags, and every operation refuses. */
@@ -1479,6 +1675,7 @@ int main(void)
 	test_hostile();
 	test_devmem_report();
 	test_protocol();
+	test_dirty_in_stop_copy();
 	test_not_migratable();
 	test_zero_runs();
 	return tap_done();
