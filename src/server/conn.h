@@ -93,6 +93,8 @@ struct conn_mig {
 	 * the pages the device wrote since the last one (DMAPAGES section) */
 	bool dirty_in_data;
 	uint64_t dma_pages_saved; /* the last STOP_COPY's DMAPAGES pages */
+	bool out_pending;	  /* STOP_COPY's save waits for the first read */
+	int out_err;		  /* STOP_COPY's save failed: every read fails with it */
 	uint64_t log_pgsize;
 	unsigned nranges;
 	struct mig_log_range *ranges;

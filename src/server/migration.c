@@ -561,6 +561,8 @@ static void drop_streams(struct vcxl_conn *c)
 {
 	vcxl_mig_buf_free(&c->mig.out);
 	c->mig.out_off = 0;
+	c->mig.out_pending = false;
+	c->mig.out_err = 0;
 	free(c->mig.in);
 	c->mig.in = NULL;
 	c->mig.in_len = c->mig.in_cap = 0;
@@ -600,6 +602,59 @@ static int load_stream(struct vcxl_conn *c, char *err, size_t errlen)
 	return rc;
 }
 
+/* Pages the device wrote that a report has not returned, in client or
+ * device memory (the stream would carry them); an error counts as some. */
+static bool dirty_pending(const struct vcxl_conn *c)
+{
+	if (c->mig.logging && dirty_pages(c, NULL, NULL, NULL))
+		return true;
+	return c->mig.dev_dirty && c->ops->mig_dirty_pending &&
+	       c->ops->mig_dirty_pending(c->dev) != 0;
+}
+
+/*
+ * The device's state saved into the stream MIG_DATA_READ hands out, at entry
+ * into STOP_COPY or, for a client with dirty_in_stop_copy while the device has
+ * written pages no report returned, at its first read (or size query) there:
+ * the device is stopped either way, and a report the client asks for in
+ * between (QEMU's final sync of the device's own memory) leaves out of the
+ * stream what it returned. 0 or -errno (then every read fails
+ * with it until the state changes).
+ */
+static int stream_save(struct vcxl_conn *c)
+{
+	char err[VCXL_MIG_ERRMSG], pages[96] = "";
+	int rc;
+
+	c->mig.out_pending = false;
+	c->mig.out.max = (size_t)c->ops->mig_max_size(c->dev);
+	stream_tail(c, &c->mig.out);
+	rc = c->ops->mig_save(c->dev, &c->mig.out);
+	if (rc) {
+		snprintf(err, sizeof(err), "device state not saved: %s%s", strerror(-rc),
+			 rc == -EFBIG ? " (the device dirtied more of its memory than a "
+					"stream carries)"
+				      : "");
+		vcxl_log(VCXL_LOG_ERROR, "%s: migration: %s", conn_name(c), err);
+		mig_fail(c, err);
+		drop_streams(c);
+		c->mig.out_err = rc;
+		return rc;
+	}
+	if (c->mig.out.tail)
+		snprintf(pages, sizeof(pages),
+			 "; %llu pages of client memory it wrote since the last report in the "
+			 "stream",
+			 (unsigned long long)c->mig.dma_pages_saved);
+	c->st.mig.state_bytes = c->mig.out.len;
+	vcxl_log(VCXL_LOG_INFO,
+		 "%s: migration: stop-copy: device state of %zu bytes saved (%llu pages of "
+		 "device memory went by DMA logging reports%s)",
+		 conn_name(c), c->mig.out.len, (unsigned long long)c->st.mig.devmem_reported,
+		 pages);
+	return 0;
+}
+
 /* One direct arc; 0 or -errno (the state then as the arc left it). */
 static int mig_step(struct vcxl_conn *c, uint32_t to)
 {
@@ -613,34 +668,13 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 		rc = c->ops->mig_quiesce(c->dev, false);
 	} else if (from == VFIO_DEVICE_STATE_STOP && to == VFIO_DEVICE_STATE_STOP_COPY) {
 		drop_streams(c);
-		c->mig.out.max = (size_t)c->ops->mig_max_size(c->dev);
-		stream_tail(c, &c->mig.out);
-		rc = c->ops->mig_save(c->dev, &c->mig.out);
-		if (rc) {
-			snprintf(err, sizeof(err), "device state not saved: %s%s", strerror(-rc),
-				 rc == -EFBIG ? " (the device dirtied more of its memory than a "
-						"stream carries)"
-					      : "");
-			vcxl_log(VCXL_LOG_ERROR, "%s: migration: %s", conn_name(c), err);
-			mig_fail(c, err);
-			drop_streams(c);
-			return rc;
-		}
-		char pages[96] = "";
-
-		if (c->mig.out.tail)
-			snprintf(pages, sizeof(pages),
-				 "; %llu pages of client memory it wrote since the last report "
-				 "in the stream",
-				 (unsigned long long)c->mig.dma_pages_saved);
-		c->st.mig.state_bytes = c->mig.out.len;
 		c->st.mig.bytes_sent = 0;
 		c->st.mig.stop_copy_since_ms = now_ms();
-		vcxl_log(VCXL_LOG_INFO,
-			 "%s: migration: stop-copy: device state of %zu bytes saved (%llu pages "
-			 "of device memory went by DMA logging reports%s)",
-			 conn_name(c), c->mig.out.len,
-			 (unsigned long long)c->st.mig.devmem_reported, pages);
+		/* for dirty_in_stop_copy, with pages to carry: at the first read or
+		 * size query (stream_save) */
+		c->mig.out_pending = c->mig.dirty_in_data && dirty_pending(c);
+		if (!c->mig.out_pending && (rc = stream_save(c)))
+			return rc;
 	} else if (from == VFIO_DEVICE_STATE_STOP_COPY && to == VFIO_DEVICE_STATE_STOP) {
 		int64_t t = now_ms() - c->st.mig.stop_copy_since_ms;
 		c->st.mig.stop_copy_ms = t > 0 ? (uint64_t)t : 0;
@@ -778,8 +812,10 @@ static int stop_copy_size(struct vcxl_conn *c, uint64_t *len)
 	int rc;
 
 	if (c->mig.state == VFIO_DEVICE_STATE_STOP_COPY) {
+		if (c->mig.out_pending)
+			stream_save(c);
 		*len = c->mig.out.len - c->mig.out_off;
-		return 0;
+		return c->mig.out_err;
 	}
 	stream_tail(c, &b);
 	rc = c->ops->mig_save(c->dev, &b);
@@ -909,6 +945,10 @@ int conn_handle_mig_data_read(struct vcxl_conn *c, struct vcxl_msg *m, struct re
 			  vcxl_mig_state_name(c->mig.state));
 		return reply_error(r, EINVAL);
 	}
+	if (c->mig.out_pending)
+		stream_save(c);
+	if (c->mig.out_err)
+		return reply_error(r, -c->mig.out_err);
 	left = c->mig.out.len - c->mig.out_off;
 	n = d.size < left ? d.size : left;
 	d.argsz = (uint32_t)(sizeof(d) + n);

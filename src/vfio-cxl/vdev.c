@@ -828,6 +828,7 @@ const struct vcxl_dev_ops vcxl_vdev_ops = {
     .mig_check = vmig_check,
     .mig_max_size = vmig_max_size,
     .mig_dirty = vmig_dirty,
+    .mig_dirty_pending = vmig_dirty_pending,
     .mig_dirty_report = vmig_dirty_report,
 };
 

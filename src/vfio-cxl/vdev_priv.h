@@ -206,6 +206,7 @@ int vmig_load(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen)
 int vmig_check(void *dev, const uint8_t *s, size_t len, char *err, size_t errlen);
 uint64_t vmig_max_size(void *dev);
 int vmig_dirty(void *dev, bool on);
+int vmig_dirty_pending(void *dev);
 /* vmig_dirty.c: the device table's mig_dirty_report */
 int64_t vmig_dirty_report(void *dev, uint64_t iova, uint64_t len, uint64_t pgsize, uint64_t *bitmap,
 			  uint64_t win, uint64_t win_len);

@@ -219,6 +219,9 @@ struct vcxl_dev_ops {
 	/* Track pages of device memory the device writes itself (sent in the
 	 * stream) from now on (on), or stop (off). */
 	int (*mig_dirty)(void *dev, bool on);
+	/* Pages of device memory the device wrote that the stream would carry
+	 * (none reported since): 1 some, 0 none, -errno. Optional. */
+	int (*mig_dirty_pending)(void *dev);
 	/* DMA_LOGGING_REPORT's share of device memory (docs/migration.md
 	 * section 3), for the part of the report inside the client's DMA
 	 * window [win, win + win_len): if the window lies whole inside the

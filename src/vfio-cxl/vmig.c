@@ -698,6 +698,19 @@ uint64_t vmig_max_size(void *dev)
 	return VCXL_MIG_STATE_MAX + VCXL_MIG_DEVMEM_MAX + VCXL_MIG_DEVMEM_MAX / VCXL_MIG_PAGE * 8;
 }
 
+int vmig_dirty_pending(void *dev)
+{
+	struct vcxl_vdev *v = dev;
+	uint64_t n;
+	int rc, any = 0;
+	uint64_t *map = vmig_dirty_map(v, &n, &rc);
+
+	for (uint64_t w = 0; map && !any && w < (n + 63) / 64; w++)
+		any = map[w] != 0;
+	free(map);
+	return rc ? rc : any;
+}
+
 int vmig_dirty(void *dev, bool on)
 {
 	struct vcxl_vdev *v = dev;

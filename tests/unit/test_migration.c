@@ -1377,6 +1377,33 @@ static void test_dirty_in_stop_copy(void)
 		is(bm0, 0x18, "still has them (the save kept the logged bits)");
 	}
 
+	/* for such a client the state is saved at the first read: what a report
+	 * returned in between (QEMU's final sync of the device's own memory) is
+	 * not in the stream */
+	{
+		struct vfio_user_dma_logging_report rep = {0x100000, 0x100000, 4096};
+		uint8_t rout[8 + 24 + 32], *s2 = NULL;
+		struct vcxl_mig_iter it2;
+		struct vcxl_mig_hdr h2;
+		struct sec sec2[33];
+		size_t len2;
+		unsigned n2;
+
+		is(set_state(pc, S_RUN), 0, "plain client: back to RUNNING");
+		is(set_state(c, S_RUN), 0, "source: back to RUNNING");
+		fill_client(c, 0x103000, 0x2000, pat);
+		is(set_state(c, S_SC), 0, "source: RUNNING -> STOP_COPY again");
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   0, "a REPORT before the first read");
+		len2 = read_stream(c, &s2);
+		n2 = split(&it2, s2, len2, &h2, sec2);
+		ok(n2 > 0 && find(sec2, n2, VCXL_MIG_SEC_DMAPAGES) == -1,
+		   "the stream then has no DMAPAGES: the report returned them");
+		vcxl_mig_close(&it2);
+		free(s2);
+	}
+
 	/* the destination: its memory gets the pages at RESUMING -> STOP */
 	is(load_over(dc, stream, len), 0, "destination: the stream loads");
 	ok(holds(dfd, 0x3000, 0x2000, pat), "its client memory holds the pages");
