@@ -407,6 +407,34 @@ int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vc
 	return 0;
 }
 
+int vcxl_mig_find(const uint8_t *s, size_t len, uint32_t type, const uint8_t **p, uint64_t *plen,
+		  uint32_t *flags)
+{
+	size_t off = VCXL_MIG_HDR_LEN;
+
+	if (len < VCXL_MIG_HDR_LEN)
+		return -EINVAL;
+	while (len - off >= VCXL_MIG_SEC_HDR_LEN) {
+		const uint8_t *h = s + off;
+		uint32_t t = vcxl_mig_rd32(h + S_TYPE);
+		uint64_t l = vcxl_mig_rd64(h + S_LEN), padded;
+
+		padded = l + (VCXL_MIG_ALIGN - l % VCXL_MIG_ALIGN) % VCXL_MIG_ALIGN;
+		if (l > len || padded > len - off - VCXL_MIG_SEC_HDR_LEN)
+			return -EINVAL;
+		if (t == type) {
+			*p = h + VCXL_MIG_SEC_HDR_LEN;
+			*plen = l;
+			*flags = vcxl_mig_rd32(h + S_FLAGS);
+			return 1;
+		}
+		if (t == VCXL_MIG_SEC_END || t > type)
+			return 0; /* sections ascend */
+		off += VCXL_MIG_SEC_HDR_LEN + padded;
+	}
+	return -EINVAL;
+}
+
 int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, const uint8_t **p,
 		  uint64_t *len, char *err, size_t errlen)
 {

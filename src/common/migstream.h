@@ -196,6 +196,12 @@ int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vc
  * order, duplicated, bad CRC, unknown flags). */
 int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, const uint8_t **p,
 		  uint64_t *len, char *err, size_t errlen);
+/* Framing alone (no checksum, no decoding), for a reader whose full check
+ * (vcxl_mig_open/next) comes before it uses what it found: the section of
+ * this type, its raw payload (coded if flags say so). 1 found, 0 none,
+ * -EINVAL bad framing. */
+int vcxl_mig_find(const uint8_t *s, size_t len, uint32_t type, const uint8_t **p, uint64_t *plen,
+		  uint32_t *flags);
 /* Free what the iterator decoded: the payloads it handed out die here. */
 void vcxl_mig_close(struct vcxl_mig_iter *it);
 

@@ -251,42 +251,58 @@ struct dma_pages {
 	uint64_t n;
 };
 
-/* A stream's DMAPAGES section checked against this client's windows (each
- * page whole in a writable window mapped here), nothing written: 0, or -errno
- * with err. The stream is hostile input; the device's load checks the rest. */
+/* A DMAPAGES payload checked against this client's windows (each page whole
+ * in a writable window mapped here), nothing written: 0, or -EINVAL with err. */
+static int dma_pages_check(const struct vcxl_conn *c, const uint8_t *p, uint64_t plen,
+			   struct dma_pages *dp, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (plen < 16 || vcxl_mig_rd64(p) != VCXL_MIG_PAGE)
+		return vcxl_mig_fail(err, errlen, "DMAPAGES: bad header");
+	n = vcxl_mig_rd64(p + 8);
+	if (n > VCXL_MIG_DMAPAGES_MAX / VCXL_MIG_PAGE || plen != 16 + n * (8 + VCXL_MIG_PAGE))
+		return vcxl_mig_fail(err, errlen, "DMAPAGES: %llu pages in %llu bytes",
+				     (unsigned long long)n, (unsigned long long)plen);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t iova = vcxl_mig_rd64(p + 16 + 8 * i);
+
+		if (iova % VCXL_MIG_PAGE || !page_window(c, iova, true))
+			return vcxl_mig_fail(err, errlen,
+					     "DMAPAGES: the page at iova 0x%llx is in no writable "
+					     "DMA window of this client",
+					     (unsigned long long)iova);
+	}
+	*dp = (struct dma_pages){p + 16, p + 16 + 8 * n, n};
+	return 0;
+}
+
+/*
+ * A stream's DMAPAGES section, if any, checked (dma_pages_check). Found by
+ * its framing alone: the device's load checks the whole stream (checksums
+ * included) before a page is written. A coded section is decoded by the full
+ * reader into it (its payload lives until vcxl_mig_close). The stream is
+ * hostile input.
+ */
 static int dma_pages_stage(const struct vcxl_conn *c, const uint8_t *st, size_t len,
 			   struct vcxl_mig_iter *it, struct dma_pages *dp, char *err, size_t errlen)
 {
 	struct vcxl_mig_hdr h;
 	const uint8_t *p;
 	uint32_t type, flags;
-	uint64_t plen, n;
+	uint64_t plen;
 	int rc;
 
 	memset(dp, 0, sizeof(*dp));
+	if (vcxl_mig_find(st, len, VCXL_MIG_SEC_DMAPAGES, &p, &plen, &flags) <= 0)
+		return 0; /* none, or framing the device's load refuses */
+	if (!(flags & VCXL_MIG_SEC_ZERO_RUNS))
+		return dma_pages_check(c, p, plen, dp, err, errlen);
 	if ((rc = vcxl_mig_open(it, st, len, &h, err, errlen)))
 		return rc;
-	while ((rc = vcxl_mig_next(it, &type, &flags, &p, &plen, err, errlen)) > 0) {
-		if (type != VCXL_MIG_SEC_DMAPAGES)
-			continue;
-		if (plen < 16 || vcxl_mig_rd64(p) != VCXL_MIG_PAGE)
-			return vcxl_mig_fail(err, errlen, "DMAPAGES: bad header");
-		n = vcxl_mig_rd64(p + 8);
-		if (n > VCXL_MIG_DMAPAGES_MAX / VCXL_MIG_PAGE ||
-		    plen != 16 + n * (8 + VCXL_MIG_PAGE))
-			return vcxl_mig_fail(err, errlen, "DMAPAGES: %llu pages in %llu bytes",
-					     (unsigned long long)n, (unsigned long long)plen);
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t iova = vcxl_mig_rd64(p + 16 + 8 * i);
-
-			if (iova % VCXL_MIG_PAGE || !page_window(c, iova, true))
-				return vcxl_mig_fail(err, errlen,
-						     "DMAPAGES: the page at iova 0x%llx is in no "
-						     "writable DMA window of this client",
-						     (unsigned long long)iova);
-		}
-		*dp = (struct dma_pages){p + 16, p + 16 + 8 * n, n};
-	}
+	while ((rc = vcxl_mig_next(it, &type, &flags, &p, &plen, err, errlen)) > 0)
+		if (type == VCXL_MIG_SEC_DMAPAGES)
+			return dma_pages_check(c, p, plen, dp, err, errlen);
 	return rc;
 }
 

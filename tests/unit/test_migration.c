@@ -1456,6 +1456,28 @@ static void test_dirty_in_stop_copy(void)
 		free(pg);
 	}
 	vcxl_mig_close(&it);
+
+	/* pages of zeros: the section is zero-run coded, and still loads */
+	{
+		const uint8_t *zp;
+		uint64_t zlen;
+		uint32_t zflags = 0;
+		uint8_t *zs = NULL;
+		size_t zn;
+
+		vcxl_client_reset(dc);
+		is(set_state(c, S_RUN), 0, "source: RUNNING");
+		fill_client(c, 0x103000, 0x2000, 0);
+		is(set_state(c, S_SC), 0, "source: STOP_COPY after a job wrote zeros");
+		zn = read_stream(c, &zs);
+		ok(vcxl_mig_find(zs, zn, VCXL_MIG_SEC_DMAPAGES, &zp, &zlen, &zflags) == 1 &&
+		       (zflags & VCXL_MIG_SEC_ZERO_RUNS),
+		   "its DMAPAGES section is zero-run coded (flags 0x%x)", zflags);
+		ok(holds(dfd, 0x3000, 0x2000, pat), "the destination's pages hold the old bytes");
+		is(load_over(dc, zs, zn), 0, "destination: the stream loads");
+		ok(holds(dfd, 0x3000, 0x2000, 0), "its pages now hold the zeros");
+		free(zs);
+	}
 out:
 	free(stream);
 	free(pstream);
