@@ -13,7 +13,8 @@
  * client's capabilities decides whether the server must accept; an accepted
  * VERSION must be answered with version 0.0 and a NUL-terminated JSON object
  * whose capabilities are within the server's limits and the client's
- * (max_dma_maps = min of both, write_multiple only if offered); a refused one
+ * (max_dma_maps = min of both, write_multiple and vcxl's dirty_in_stop_copy
+ * only if offered); a refused one
  * with EINVAL (ENOTSUP for the major); a GET_INFO succeeds exactly when the
  * negotiation did; a second VERSION is refused after a good one.
  */
@@ -94,7 +95,7 @@ static const struct vcxl_dev_ops stub_ops = {
 struct expect {
 	bool ok;
 	uint64_t max_maps;
-	bool wm;
+	bool wm, dirty;
 };
 
 /* vfio-user spec "VERSION": an optional integer member within [min, max] */
@@ -153,6 +154,13 @@ static struct expect expect_caps(const char *s, size_t len)
 				e.ok = json_object_get_type(o) == json_type_boolean;
 				e.wm = e.ok && json_object_get_boolean(o);
 			}
+			/* vcxl's (docs/migration.md section 2): a boolean too */
+			if (json_object_object_get_ex(caps, "dirty_in_stop_copy", &o)) {
+				bool b = json_object_get_type(o) == json_type_boolean;
+
+				e.dirty = e.ok && b && json_object_get_boolean(o);
+				e.ok = e.ok && b;
+			}
 		}
 	}
 	json_object_put(root);
@@ -204,6 +212,10 @@ static void check_server_caps(const char *s, size_t len, const struct expect *e)
 	if (json_object_object_get_ex(caps, "write_multiple", &o) != e->wm ||
 	    (e->wm && !json_object_get_boolean(o)))
 		fz_fail("write_multiple echoed wrongly (client %d): %s", e->wm, s);
+	o = NULL;
+	if (json_object_object_get_ex(caps, "dirty_in_stop_copy", &o) != e->dirty ||
+	    (e->dirty && !json_object_get_boolean(o)))
+		fz_fail("dirty_in_stop_copy echoed wrongly (client %d): %s", e->dirty, s);
 	json_object_put(root);
 }
 

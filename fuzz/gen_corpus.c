@@ -537,6 +537,9 @@ static void seeds_version(void)
 	v_save("major-1", 2, qemu_json);
 	v_save("array", 4, "[{\"capabilities\":{}}]");
 	v_save("huge-number", 0, "{\"capabilities\":{\"max_dma_maps\":18446744073709551615}}");
+	v_save("vcxl-qemu", 0,
+	       "{\"capabilities\":{\"max_data_xfer_size\":1048576,\"dirty_in_stop_copy\":true}}");
+	v_save("dirty-not-bool", 0, "{\"capabilities\":{\"dirty_in_stop_copy\":1}}");
 }
 
 /* ---- hw_tables seeds (fuzz_hw_tables.c: [sel] [input]) ------------------ */
