@@ -38,6 +38,10 @@
 #define FZ_MEM_SIZE    (512ull << 20) /* device memory */
 #define FZ_REGION_SIZE (256ull << 20) /* the CXL region: the other half is host-only */
 #define FZ_CANARY_LEN  0x10000u
+/* The client memory a DMAPAGES section may write (fuzz_mig_load's oracle 6,
+ * gen_corpus's seed): one window */
+#define FZ_DMA_WIN     0x100000ull
+#define FZ_DMA_WIN_LEN 0x100000ull
 #define FZ_MAX_CANARY  3
 #define FZ_MAX_HDRS    64
 

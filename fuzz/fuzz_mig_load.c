@@ -20,6 +20,11 @@
  *  5. mig_check (the load's checks alone, what the server runs before the
  *     downtime) agrees with the load, and applies nothing: the device saves
  *     to the same bytes before and after it.
+ *  6. The server's part (src/server/migration.c): a DMAPAGES section found by
+ *     its framing (vcxl_mig_find) lies inside the stream, and its parse
+ *     against one window (vcxl_mig_dmapages_parse) is 0 or -EINVAL; accepted,
+ *     every page is 4 KiB aligned and whole in the window, and the pages end
+ *     where the payload does.
  */
 #include <errno.h>
 
@@ -118,6 +123,43 @@ static void load_one(struct fz_dev *f, const uint8_t *s, size_t len, const char 
 	vcxl_mig_buf_free(&b);
 }
 
+static bool in_window(const void *opaque, uint64_t iova)
+{
+	(void)opaque;
+	return iova >= FZ_DMA_WIN && iova - FZ_DMA_WIN <= FZ_DMA_WIN_LEN - VCXL_MIG_PAGE;
+}
+
+static void check_dma_pages(const uint8_t *s, size_t len, const char *what)
+{
+	const uint8_t *p, *iovas, *pages;
+	uint64_t plen, n;
+	uint32_t flags;
+	char err[256];
+	int rc = vcxl_mig_find(s, len, VCXL_MIG_SEC_DMAPAGES, &p, &plen, &flags);
+
+	if (rc != 1) {
+		if (rc && rc != -EINVAL)
+			fz_fail("%s: vcxl_mig_find returned %d", what, rc);
+		return;
+	}
+	if (p < s || plen > len || p - s > (ptrdiff_t)(len - plen))
+		fz_fail("%s: DMAPAGES payload outside the stream", what);
+	rc =
+	    vcxl_mig_dmapages_parse(p, plen, in_window, NULL, &iovas, &pages, &n, err, sizeof(err));
+	if (rc && rc != -EINVAL)
+		fz_fail("%s: DMAPAGES parse returned %d", what, rc);
+	if (rc)
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t iova = vcxl_mig_rd64(iovas + 8 * i);
+		if (iova % VCXL_MIG_PAGE || !in_window(NULL, iova))
+			fz_fail("%s: DMAPAGES accepted iova 0x%llx", what,
+				(unsigned long long)iova);
+	}
+	if (pages + n * VCXL_MIG_PAGE != p + plen)
+		fz_fail("%s: DMAPAGES pages do not end with the payload", what);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *copy;
@@ -131,12 +173,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dev_ready = true;
 	}
 	load_one(&dev, data, size, "as sent");
+	check_dma_pages(data, size, "as sent");
 	copy = malloc(size ? size : 1);
 	if (!copy)
 		return 0;
 	memcpy(copy, data, size);
 	repair(copy, size);
 	load_one(&dev, copy, size, "framing repaired");
+	check_dma_pages(copy, size, "framing repaired");
 	free(copy);
 	return 0;
 }

@@ -769,6 +769,23 @@ static void mig_save_seed(struct fz_dev *f, const char *name)
 	vcxl_mig_buf_free(&b);
 }
 
+/* The server's tail: a DMAPAGES section of two pages in FZ_DMA_WIN */
+static void dma_pages_tail(struct vcxl_mig_buf *b, void *opaque)
+{
+	uint8_t page[VCXL_MIG_PAGE];
+
+	(void)opaque;
+	memset(page, 0xa5, sizeof(page));
+	vcxl_mig_sec_begin(b, VCXL_MIG_SEC_DMAPAGES, 0);
+	vcxl_mig_put_u64(b, VCXL_MIG_PAGE);
+	vcxl_mig_put_u64(b, 2);
+	vcxl_mig_put_u64(b, FZ_DMA_WIN + 0x3000);
+	vcxl_mig_put_u64(b, FZ_DMA_WIN_LEN + FZ_DMA_WIN - VCXL_MIG_PAGE);
+	vcxl_mig_put(b, page, sizeof(page));
+	vcxl_mig_put(b, page, sizeof(page));
+	vcxl_mig_sec_end(b);
+}
+
 static void mig_w(struct fz_dev *f, uint32_t region, uint64_t off, unsigned len, uint64_t v)
 {
 	vcxl_vdev_ops.region_write(f->vdev, region, off, &v, len);
@@ -785,6 +802,16 @@ static void seeds_mig_load(void)
 	}
 	hdm = f.info.cxl.hdm_offset;
 	mig_save_seed(&f, "idle");
+	{
+		struct vcxl_mig_buf b = {.tail = dma_pages_tail};
+
+		if (vcxl_vdev_ops.mig_save(f.vdev, &b)) {
+			fprintf(stderr, "gen_corpus: idle-dma-pages: save failed\n");
+			exit(1);
+		}
+		write_file("mig_load", "idle-dma-pages", b.data, b.len, NULL, 0);
+		vcxl_mig_buf_free(&b);
+	}
 	/* a committed, locked decoder, BAR0 RAM, a job latched while stopped */
 	mig_w(&f, 0, hdm + CXL_HDM_GLOBAL_CTRL, 4, CXL_HDM_GCTRL_ENABLE);
 	mig_w(&f, 0, hdm + CXL_HDM_DEC_BASE_HI(0), 4, 0x4);

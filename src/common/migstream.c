@@ -407,6 +407,34 @@ int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vc
 	return 0;
 }
 
+int vcxl_mig_dmapages_parse(const uint8_t *p, uint64_t plen,
+			    bool (*page_ok)(const void *opaque, uint64_t iova), const void *opaque,
+			    const uint8_t **iovas, const uint8_t **data, uint64_t *n, char *err,
+			    size_t errlen)
+{
+	uint64_t k;
+
+	if (plen < 16 || vcxl_mig_rd64(p) != VCXL_MIG_PAGE)
+		return vcxl_mig_fail(err, errlen, "DMAPAGES: bad header");
+	k = vcxl_mig_rd64(p + 8);
+	if (k > VCXL_MIG_DMAPAGES_MAX / VCXL_MIG_PAGE || plen != 16 + k * (8 + VCXL_MIG_PAGE))
+		return vcxl_mig_fail(err, errlen, "DMAPAGES: %llu pages in %llu bytes",
+				     (unsigned long long)k, (unsigned long long)plen);
+	for (uint64_t i = 0; i < k; i++) {
+		uint64_t iova = vcxl_mig_rd64(p + 16 + 8 * i);
+
+		if (iova % VCXL_MIG_PAGE || !page_ok(opaque, iova))
+			return vcxl_mig_fail(err, errlen,
+					     "DMAPAGES: the page at iova 0x%llx is in no writable "
+					     "DMA window of this client",
+					     (unsigned long long)iova);
+	}
+	*iovas = p + 16;
+	*data = p + 16 + 8 * k;
+	*n = k;
+	return 0;
+}
+
 int vcxl_mig_find(const uint8_t *s, size_t len, uint32_t type, const uint8_t **p, uint64_t *plen,
 		  uint32_t *flags)
 {

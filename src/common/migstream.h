@@ -202,6 +202,14 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
  * -EINVAL bad framing. */
 int vcxl_mig_find(const uint8_t *s, size_t len, uint32_t type, const uint8_t **p, uint64_t *plen,
 		  uint32_t *flags);
+/* A DMAPAGES payload ({u64 page size, u64 n, u64 iova[n], n pages}): its
+ * page size VCXL_MIG_PAGE, n within VCXL_MIG_DMAPAGES_MAX, the payload exactly
+ * its n, every iova a multiple of VCXL_MIG_PAGE for which page_ok(opaque,
+ * iova) holds. 0 with *iovas, *data and *n, or -EINVAL with err. */
+int vcxl_mig_dmapages_parse(const uint8_t *p, uint64_t plen,
+			    bool (*page_ok)(const void *opaque, uint64_t iova), const void *opaque,
+			    const uint8_t **iovas, const uint8_t **data, uint64_t *n, char *err,
+			    size_t errlen);
 /* Free what the iterator decoded: the payloads it handed out die here. */
 void vcxl_mig_close(struct vcxl_mig_iter *it);
 

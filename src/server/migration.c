@@ -251,30 +251,18 @@ struct dma_pages {
 	uint64_t n;
 };
 
+static bool page_writable(const void *opaque, uint64_t iova)
+{
+	return page_window(opaque, iova, true) != NULL;
+}
+
 /* A DMAPAGES payload checked against this client's windows (each page whole
  * in a writable window mapped here), nothing written: 0, or -EINVAL with err. */
 static int dma_pages_check(const struct vcxl_conn *c, const uint8_t *p, uint64_t plen,
 			   struct dma_pages *dp, char *err, size_t errlen)
 {
-	uint64_t n;
-
-	if (plen < 16 || vcxl_mig_rd64(p) != VCXL_MIG_PAGE)
-		return vcxl_mig_fail(err, errlen, "DMAPAGES: bad header");
-	n = vcxl_mig_rd64(p + 8);
-	if (n > VCXL_MIG_DMAPAGES_MAX / VCXL_MIG_PAGE || plen != 16 + n * (8 + VCXL_MIG_PAGE))
-		return vcxl_mig_fail(err, errlen, "DMAPAGES: %llu pages in %llu bytes",
-				     (unsigned long long)n, (unsigned long long)plen);
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t iova = vcxl_mig_rd64(p + 16 + 8 * i);
-
-		if (iova % VCXL_MIG_PAGE || !page_window(c, iova, true))
-			return vcxl_mig_fail(err, errlen,
-					     "DMAPAGES: the page at iova 0x%llx is in no writable "
-					     "DMA window of this client",
-					     (unsigned long long)iova);
-	}
-	*dp = (struct dma_pages){p + 16, p + 16 + 8 * n, n};
-	return 0;
+	return vcxl_mig_dmapages_parse(p, plen, page_writable, c, &dp->iovas, &dp->data, &dp->n,
+				       err, errlen);
 }
 
 /*
