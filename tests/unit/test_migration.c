@@ -1478,6 +1478,29 @@ static void test_dirty_in_stop_copy(void)
 		ok(holds(dfd, 0x3000, 0x2000, 0), "its pages now hold the zeros");
 		free(zs);
 	}
+
+	/* a client that truncates the memfd behind its window: the server's copy
+	 * of those pages faults (SIGBUS-guarded), the request fails, and the
+	 * server goes on */
+	{
+		uint8_t *ts = NULL;
+		int rc;
+
+		vcxl_client_reset(dc);
+		setup_ok(ftruncate(dfd, 0));
+		rc = load_over(dc, stream, len);
+		ok(rc != 0 && get_state(dc) == S_ERR,
+		   "destination with its memfd truncated: the load fails (%d), ERROR", rc);
+		is(vcxl_client_reset(dc), 0, "and DEVICE_RESET still answers");
+		is(set_state(c, S_RUN), 0, "source: RUNNING");
+		fill_client(c, 0x103000, 0x2000, pat);
+		setup_ok(ftruncate(mfd, 0));
+		is(set_state(c, S_SC), 0, "source with its memfd truncated: STOP_COPY");
+		is(data_read(c, 64, ts), -EFAULT,
+		   "its first read fails with EFAULT: the pages could not be copied");
+		is(data_read(c, 64, ts), -EFAULT, "and so does the next");
+		is(set_state(c, S_RUN), 0, "the source runs on");
+	}
 out:
 	free(stream);
 	free(pstream);
