@@ -176,11 +176,12 @@ static const struct vcxl_dma_map *page_window(const struct vcxl_conn *c, uint64_
 
 /*
  * The logged pages the device wrote since the last report that a window
- * mapped here holds, in 4 KiB pages: their count; with iovas, each page's
- * iova (8 bytes each) and its contents at data (4 KiB each), *err the first
- * copy's failure (a window no longer backed by the client's fd).
+ * mapped here holds, in 4 KiB pages: their count, up to max; with iovas, each
+ * page's iova (8 bytes each) and its contents at data (4 KiB each), *err the
+ * first copy's failure (a window no longer backed by the client's fd).
  */
-static uint64_t dirty_pages(const struct vcxl_conn *c, uint8_t *iovas, uint8_t *data, int *err)
+static uint64_t dirty_pages(const struct vcxl_conn *c, uint64_t max, uint8_t *iovas, uint8_t *data,
+			    int *err)
 {
 	uint64_t ps = c->mig.log_pgsize, n = 0;
 
@@ -209,7 +210,8 @@ static uint64_t dirty_pages(const struct vcxl_conn *c, uint8_t *iovas, uint8_t *
 					if (rc && !*err)
 						*err = rc;
 				}
-				n++;
+				if (++n == max)
+					return n;
 			}
 		}
 	}
@@ -222,7 +224,7 @@ static uint64_t dirty_pages(const struct vcxl_conn *c, uint8_t *iovas, uint8_t *
 static void save_dma_pages(struct vcxl_mig_buf *b, void *opaque)
 {
 	struct vcxl_conn *c = opaque;
-	uint64_t n = dirty_pages(c, NULL, NULL, NULL);
+	uint64_t n = dirty_pages(c, UINT64_MAX, NULL, NULL, NULL);
 	int err = 0;
 	uint8_t *p;
 
@@ -238,7 +240,7 @@ static void save_dma_pages(struct vcxl_mig_buf *b, void *opaque)
 	vcxl_mig_put_u64(b, VCXL_MIG_PAGE);
 	vcxl_mig_put_u64(b, n);
 	if ((p = vcxl_mig_reserve(b, n * (8 + VCXL_MIG_PAGE))))
-		dirty_pages(c, p, p + 8 * n, &err);
+		dirty_pages(c, n, p, p + 8 * n, &err);
 	if (err && !b->err)
 		b->err = err;
 	vcxl_mig_sec_end(b);
@@ -610,7 +612,7 @@ static int load_stream(struct vcxl_conn *c, char *err, size_t errlen)
  * device memory (the stream would carry them); an error counts as some. */
 static bool dirty_pending(const struct vcxl_conn *c)
 {
-	if (c->mig.logging && dirty_pages(c, NULL, NULL, NULL))
+	if (c->mig.logging && dirty_pages(c, 1, NULL, NULL, NULL))
 		return true;
 	return c->mig.dev_dirty && c->ops->mig_dirty_pending &&
 	       c->ops->mig_dirty_pending(c->dev) != 0;

@@ -58,13 +58,26 @@ static int json_get_u64(struct json_object *caps, const char *key, uint64_t *v, 
 	return 0;
 }
 
+/* An optional boolean member: 0 (left alone when absent) or -EINVAL */
+static int json_get_bool(struct json_object *caps, const char *key, bool *v)
+{
+	struct json_object *o;
+
+	if (!json_object_object_get_ex(caps, key, &o))
+		return 0;
+	if (!json_object_is_type(o, json_type_boolean))
+		return -EINVAL;
+	*v = json_object_get_boolean(o);
+	return 0;
+}
+
 /* vfio-user spec "VERSION": the client's capabilities */
 static int version_parse_caps(struct vcxl_conn *c, struct vcxl_msg *m, const char *json, size_t len,
 			      uint64_t *max_fds, uint64_t *max_xfer, uint64_t *pgsizes,
 			      uint64_t *max_maps, bool *wm, bool *dirty)
 {
 	struct json_tokener *tok;
-	struct json_object *root, *caps, *o;
+	struct json_object *root, *caps;
 	int rc = -EINVAL;
 
 	if (strnlen(json, len) != len - 1) {
@@ -105,21 +118,16 @@ static int version_parse_caps(struct vcxl_conn *c, struct vcxl_msg *m, const cha
 		proto_err(c, m, "pgsizes 0x%llx lacks 4 KiB", (unsigned long long)*pgsizes);
 		goto out;
 	}
-	if (json_object_object_get_ex(caps, "write_multiple", &o)) {
-		if (!json_object_is_type(o, json_type_boolean)) {
-			proto_err(c, m, "write_multiple is not a boolean");
+	/* dirty_in_stop_copy is vcxl's: docs/migration.md section 2 */
+	const struct {
+		const char *key;
+		bool *v;
+	} flags[] = {{"write_multiple", wm}, {"dirty_in_stop_copy", dirty}};
+	for (unsigned i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (json_get_bool(caps, flags[i].key, flags[i].v)) {
+			proto_err(c, m, "%s is not a boolean", flags[i].key);
 			goto out;
 		}
-		*wm = json_object_get_boolean(o);
-	}
-	/* vcxl's: docs/migration.md "DMA logging" */
-	if (json_object_object_get_ex(caps, "dirty_in_stop_copy", &o)) {
-		if (!json_object_is_type(o, json_type_boolean)) {
-			proto_err(c, m, "dirty_in_stop_copy is not a boolean");
-			goto out;
-		}
-		*dirty = json_object_get_boolean(o);
-	}
 	rc = 0;
 out:
 	json_object_put(root);
