@@ -435,6 +435,14 @@ int vcxl_mig_dmapages_parse(const uint8_t *p, uint64_t plen,
 	return 0;
 }
 
+bool vcxl_mig_whole(const void *s, size_t len)
+{
+	const uint8_t *h = s;
+
+	return len >= VCXL_MIG_HDR_LEN && vcxl_mig_rd64(h + H_MAGIC) == VCXL_MIG_MAGIC &&
+	       vcxl_mig_rd64(h + H_LEN) == len;
+}
+
 int vcxl_mig_find(const uint8_t *s, size_t len, uint32_t type, const uint8_t **p, uint64_t *plen,
 		  uint32_t *flags)
 {

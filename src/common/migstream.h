@@ -196,6 +196,9 @@ int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vc
  * order, duplicated, bad CRC, unknown flags). */
 int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, const uint8_t **p,
 		  uint64_t *len, char *err, size_t errlen);
+/* The bytes so far are as long as the header says the stream is (its magic
+ * right): a writer sent all of it. Nothing checked beyond that. */
+bool vcxl_mig_whole(const void *s, size_t len);
 /* Framing alone (no checksum, no decoding), for a reader whose full check
  * (vcxl_mig_open/next) comes before it uses what it found: the section of
  * this type, its raw payload (coded if flags say so). 1 found, 0 none,

@@ -85,6 +85,12 @@ struct conn_mig {
 	uint8_t *in;		 /* RESUMING: the stream written so far */
 	size_t in_len, in_cap;
 	bool in_bad;	/* a write was refused: the stream cannot load */
+	/* RESUMING: the device's state loaded as soon as the whole stream
+	 * arrived (its header's length), not at RESUMING -> STOP, which then
+	 * only writes the client's pages: 1 loaded, -errno refused (the device
+	 * reset, preload_err says why), 0 not yet (or bytes came after it) */
+	int preload;
+	char preload_err[VCXL_MIG_ERRMSG];
 	bool dev_dirty; /* the device tracks its own writes to its memory */
 	bool logging;
 	bool said_unsupported; /* "not migratable" logged once */

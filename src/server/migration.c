@@ -573,6 +573,7 @@ static void drop_streams(struct vcxl_conn *c)
 	c->mig.in = NULL;
 	c->mig.in_len = c->mig.in_cap = 0;
 	c->mig.in_bad = false;
+	c->mig.preload = 0;
 }
 
 /* The server's sections after the device's, for a client that asked for them
@@ -588,10 +589,10 @@ static void stream_tail(struct vcxl_conn *c, struct vcxl_mig_buf *b)
 			  VCXL_MIG_SEC_HDR_LEN + 16;
 }
 
-/* RESUMING -> STOP: the stream written, all of it or nothing: the server's
- * sections checked, the device's state loaded (the device checks its own and
- * resets itself on a refusal), then the client's pages written. */
-static int load_stream(struct vcxl_conn *c, char *err, size_t errlen)
+/* The stream's device state into the device, its DMAPAGES section checked
+ * first against the client's windows: 0, or -errno with err and the device
+ * reset (the device checks its own sections and resets itself on a refusal). */
+static int load_device(struct vcxl_conn *c, char *err, size_t errlen)
 {
 	struct vcxl_mig_iter it = {0};
 	struct dma_pages dp;
@@ -599,13 +600,66 @@ static int load_stream(struct vcxl_conn *c, char *err, size_t errlen)
 
 	if (rc)
 		c->ops->reset(c->dev);
-	else if (!(rc = c->ops->mig_load(c->dev, c->mig.in, c->mig.in_len, err, errlen)) &&
-		 (rc = dma_pages_apply(c, &dp))) {
-		snprintf(err, errlen, "client memory could not be written (%s)", strerror(-rc));
-		c->ops->reset(c->dev);
-	}
+	else
+		rc = c->ops->mig_load(c->dev, c->mig.in, c->mig.in_len, err, errlen);
 	vcxl_mig_close(&it);
 	return rc;
+}
+
+/* Its DMAPAGES into the client's memory, checked again against the windows
+ * mapped now (they may have changed since load_device): 0, or -errno with err
+ * and the device reset. */
+static int load_pages(struct vcxl_conn *c, char *err, size_t errlen)
+{
+	struct vcxl_mig_iter it = {0};
+	struct dma_pages dp;
+	int rc = dma_pages_stage(c, c->mig.in, c->mig.in_len, &it, &dp, err, errlen);
+
+	if (!rc && (rc = dma_pages_apply(c, &dp)))
+		snprintf(err, errlen, "client memory could not be written (%s)", strerror(-rc));
+	if (rc)
+		c->ops->reset(c->dev);
+	vcxl_mig_close(&it);
+	return rc;
+}
+
+/*
+ * The device's state loaded while still RESUMING, as soon as a write brought
+ * the whole stream: the load is off the client's path to RESUMING -> STOP
+ * (QEMU sends the stream in its iterable section and asks for STOP at the end
+ * of the device's config section, milliseconds later). What the client sees
+ * does not change: the write succeeds either way, and RESUMING -> STOP gives
+ * the load's result. A write after it undoes it (preload_undo).
+ */
+static void preload(struct vcxl_conn *c)
+{
+	int rc = load_device(c, c->mig.preload_err, sizeof(c->mig.preload_err));
+
+	c->mig.preload = rc ? rc : 1;
+}
+
+/* Bytes after the whole stream: the state it loaded goes (the device reset),
+ * and RESUMING -> STOP loads the longer stream, which refuses it. */
+static void preload_undo(struct vcxl_conn *c)
+{
+	if (c->mig.preload > 0)
+		c->ops->reset(c->dev);
+	c->mig.preload = 0;
+}
+
+/* RESUMING -> STOP: the stream written, all of it or nothing: the device's
+ * state loaded (now or by preload), then the client's pages written. */
+static int load_stream(struct vcxl_conn *c, char *err, size_t errlen)
+{
+	int rc = c->mig.preload;
+
+	if (rc < 0) {
+		snprintf(err, errlen, "%s", c->mig.preload_err);
+		return rc;
+	}
+	if (!rc && (rc = load_device(c, err, errlen)))
+		return rc;
+	return load_pages(c, err, errlen);
 }
 
 /* Pages the device wrote that a report has not returned, in client or
@@ -1015,5 +1069,9 @@ int conn_handle_mig_data_write(struct vcxl_conn *c, struct vcxl_msg *m, struct r
 	c->mig.in_len += d.size;
 	c->st.mig.bytes_received += d.size;
 	c->st.mig.state_bytes = c->mig.in_len;
+	if (c->mig.preload && d.size)
+		preload_undo(c);
+	else if (!c->mig.preload && d.size && vcxl_mig_whole(c->mig.in, c->mig.in_len))
+		preload(c);
 	return 0;
 }

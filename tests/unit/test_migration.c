@@ -1249,6 +1249,92 @@ static void test_protocol(void)
 	srv_stop(&s, c);
 }
 
+/* A register of the model the stream carries, read through the protocol */
+static uint64_t job_pattern(struct vcxl_client *c)
+{
+	uint64_t v = ~0ull;
+
+	vcxl_client_read64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_PATTERN, &v);
+	return v;
+}
+
+/*
+ * The destination loads the device's state at the write that brings the
+ * whole stream (its header's length), not at RESUMING -> STOP, which QEMU asks
+ * for milliseconds later in the downtime; the client sees the same results:
+ * the write succeeds whatever the stream holds, RESUMING -> STOP says whether
+ * it loaded, and bytes after the whole stream undo the load.
+ */
+static void test_preload(void)
+{
+	const uint64_t pat = 0x6b6b0123fedcba98ull;
+	struct srv s;
+	struct vcxl_client *c = srv_start(&s);
+	uint8_t *stream = NULL, *bad = NULL;
+	size_t len;
+
+	if (!c) {
+		ok(0, "server");
+		return;
+	}
+	vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_PATTERN, pat);
+	is(job_pattern(c), pat, "a register set");
+	is(set_state(c, S_SC), 0, "RUNNING -> STOP_COPY");
+	len = read_stream(c, &stream);
+	ok(len > 2 * VCXL_MIG_HDR_LEN, "the stream read (%zu bytes)", len);
+	if (len <= 2 * VCXL_MIG_HDR_LEN)
+		goto out;
+	is(vcxl_client_reset(c), 0, "DEVICE_RESET");
+	is(job_pattern(c), 0, "the register reset");
+
+	is(set_state(c, S_RES), 0, "RUNNING -> RESUMING");
+	is(data_write(c, stream, (uint32_t)(len - 1)), 0, "all of the stream but its last byte");
+	is(job_pattern(c), 0, "nothing loaded yet");
+	is(data_write(c, stream + len - 1, 1), 0, "its last byte");
+	is(get_state(c), S_RES, "still RESUMING");
+	is(job_pattern(c), pat, "the device's state loaded with it");
+	is(set_state(c, S_STP), 0, "RESUMING -> STOP");
+	is(job_pattern(c), pat, "the register as the source had it");
+	is(set_state(c, S_RUN), 0, "STOP -> RUNNING");
+
+	/* a byte after the whole stream: the load undone, STOP refused */
+	vcxl_client_reset(c);
+	is(set_state(c, S_RES), 0, "RESUMING again");
+	is(data_write(c, stream, (uint32_t)len), 0, "the whole stream");
+	is(job_pattern(c), pat, "loaded");
+	is(data_write(c, (const uint8_t *)"x", 1), 0, "a byte after it taken");
+	is(job_pattern(c), 0, "the load undone: the device reset");
+	is(set_state(c, S_STP), EINVAL, "RESUMING -> STOP: EINVAL");
+	is(get_state(c), S_ERR, "ERROR");
+	is(vcxl_client_reset(c), 0, "DEVICE_RESET");
+
+	/* a corrupt stream: the write still succeeds, STOP says it did not load */
+	bad = malloc(len);
+	if (bad) {
+		memcpy(bad, stream, len);
+		bad[len / 2] ^= 0x40;
+		is(set_state(c, S_RES), 0, "RESUMING with a byte of the stream flipped");
+		is(data_write(c, bad, (uint32_t)len), 0, "its write succeeds");
+		is(job_pattern(c), 0, "nothing loaded");
+		is(set_state(c, S_STP), EINVAL, "RESUMING -> STOP: EINVAL");
+		is(get_state(c), S_ERR, "ERROR");
+		is(vcxl_client_reset(c), 0, "DEVICE_RESET");
+		is(job_pattern(c), 0, "the register reset");
+	}
+
+	/* leaving RESUMING by a reset after a load: the next RESUMING starts afresh */
+	is(set_state(c, S_RES), 0, "RESUMING");
+	is(data_write(c, stream, (uint32_t)len), 0, "the whole stream");
+	is(vcxl_client_reset(c), 0, "DEVICE_RESET while RESUMING");
+	is(set_state(c, S_RES), 0, "RESUMING again");
+	is(data_write(c, stream, (uint32_t)(len / 2)), 0, "half of the stream");
+	is(set_state(c, S_STP), EINVAL, "RESUMING -> STOP: EINVAL (the earlier load does not count)");
+out:
+	free(bad);
+	free(stream);
+	srv_stop(&s, c);
+}
+
 /* QEMU 10.2's capabilities and vcxl's "dirty_in_stop_copy" */
 #define CAPS_DIRTY                                                                                 \
 	"{\"capabilities\":{\"migration\":{\"pgsize\":4096,\"max_bitmap_size\":268435456},"        \
@@ -1403,6 +1489,18 @@ static void test_dirty_in_stop_copy(void)
 		vcxl_mig_close(&it2);
 		free(s2);
 	}
+
+	/* the device's state loads when the whole stream arrived, the pages only
+	 * at RESUMING -> STOP, checked again against the windows mapped then */
+	is(set_state(dc, S_RES), 0, "destination: RESUMING");
+	is(data_write(dc, stream, (uint32_t)len), 0, "the whole stream written");
+	ok(holds(dfd, 0x3000, 0x2000, 0), "its pages not yet written");
+	is(vcxl_client_dma_unmap(dc, 0x100000, M, 0), 0, "the window unmapped before STOP");
+	is(set_state(dc, S_STP), EINVAL, "RESUMING -> STOP: EINVAL (its pages have no window)");
+	is(get_state(dc), S_ERR, "ERROR");
+	ok(holds(dfd, 0x3000, 0x2000, 0), "nothing written");
+	is(vcxl_client_reset(dc), 0, "DEVICE_RESET");
+	is(vcxl_client_dma_map(dc, 0x100000, M, rw, dfd, 0, NULL), 0, "the window mapped again");
 
 	/* the destination: its memory gets the pages at RESUMING -> STOP */
 	is(load_over(dc, stream, len), 0, "destination: the stream loads");
@@ -1747,6 +1845,7 @@ int main(void)
 	test_hostile();
 	test_devmem_report();
 	test_protocol();
+	test_preload();
 	test_dirty_in_stop_copy();
 	test_not_migratable();
 	test_zero_runs();
