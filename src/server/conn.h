@@ -84,7 +84,7 @@ struct conn_mig {
 	size_t out_off;		 /* bytes of it read */
 	uint8_t *in;		 /* RESUMING: the stream written so far */
 	size_t in_len, in_cap;
-	bool in_bad;	/* a write was refused: the stream cannot load */
+	bool in_bad; /* a write was refused: the stream cannot load */
 	/* RESUMING: the device's state loaded as soon as the whole stream
 	 * arrived (its header's length), not at RESUMING -> STOP, which then
 	 * only writes the client's pages: 1 loaded, -errno refused (the device
@@ -100,6 +100,7 @@ struct conn_mig {
 	bool dirty_in_data;
 	uint64_t dma_pages_saved; /* the last STOP_COPY's DMAPAGES pages */
 	bool out_pending;	  /* STOP_COPY's save waits for the first read */
+	bool save_soon;		  /* or only for the transition's reply to go out */
 	int out_err;		  /* STOP_COPY's save failed: every read fails with it */
 	uint64_t log_pgsize;
 	unsigned nranges;
@@ -245,6 +246,8 @@ int conn_handle_mig_data_write(struct vcxl_conn *c, struct vcxl_msg *m, struct r
 void conn_mig_log_write(struct vcxl_conn *c, uint64_t iova, uint64_t len);
 /* DEVICE_RESET or the client gone: RUNNING, buffers and logging dropped. */
 void conn_mig_reset(struct vcxl_conn *c);
+/* After a request's reply went out, before the next is read */
+void conn_mig_after_reply(struct vcxl_conn *c);
 /* The kernel's combination-transition rule (shortest path, no saving state
  * inside it): the next state on the way from cur to target. 0, or -EINVAL
  * for an unsupported state or no path. */

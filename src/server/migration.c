@@ -568,6 +568,7 @@ static void drop_streams(struct vcxl_conn *c)
 	vcxl_mig_buf_free(&c->mig.out);
 	c->mig.out_off = 0;
 	c->mig.out_pending = false;
+	c->mig.save_soon = false;
 	c->mig.out_err = 0;
 	free(c->mig.in);
 	c->mig.in = NULL;
@@ -730,9 +731,11 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 		drop_streams(c);
 		c->st.mig.bytes_sent = 0;
 		c->st.mig.stop_copy_since_ms = now_ms();
-		/* for dirty_in_stop_copy, with pages to carry: at the first read or
-		 * size query (stream_save) */
-		c->mig.out_pending = c->mig.dirty_in_data && dirty_pending(c);
+		/* for dirty_in_stop_copy: with pages to carry, at the first read or
+		 * size query (stream_save); else once this transition's reply went
+		 * out (conn_mig_after_reply), before the next request is read */
+		c->mig.out_pending = c->mig.dirty_in_data;
+		c->mig.save_soon = c->mig.dirty_in_data && !dirty_pending(c);
 		if (!c->mig.out_pending && (rc = stream_save(c)))
 			return rc;
 	} else if (from == VFIO_DEVICE_STATE_STOP_COPY && to == VFIO_DEVICE_STATE_STOP) {
@@ -819,6 +822,19 @@ void conn_mig_reset(struct vcxl_conn *c)
 	log_free(c);
 	dev_dirty(c, false);
 	set_state(c, VFIO_DEVICE_STATE_RUNNING);
+}
+
+/* STOP_COPY's save for a dirty_in_stop_copy client whose device had no page
+ * to carry: after the transition's reply, so that the client goes on (QEMU
+ * stops its VM) while the server saves; no request comes in between. A
+ * failure is every read's (c->mig.out_err), as for a save at the first read. */
+void conn_mig_after_reply(struct vcxl_conn *c)
+{
+	if (!c->mig.save_soon)
+		return;
+	c->mig.save_soon = false;
+	if (c->mig.out_pending && c->mig.state == VFIO_DEVICE_STATE_STOP_COPY)
+		stream_save(c);
 }
 
 /* ---- DEVICE_FEATURE ------------------------------------------------------ */

@@ -758,4 +758,5 @@ void conn_handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
 		conn_send_reply(c, m, &r);
 	free(r.heap);
 	conn_msg_free(m); /* closes any fd a handler did not take */
+	conn_mig_after_reply(c);
 }

@@ -1328,7 +1328,8 @@ static void test_preload(void)
 	is(vcxl_client_reset(c), 0, "DEVICE_RESET while RESUMING");
 	is(set_state(c, S_RES), 0, "RESUMING again");
 	is(data_write(c, stream, (uint32_t)(len / 2)), 0, "half of the stream");
-	is(set_state(c, S_STP), EINVAL, "RESUMING -> STOP: EINVAL (the earlier load does not count)");
+	is(set_state(c, S_STP), EINVAL,
+	   "RESUMING -> STOP: EINVAL (the earlier load does not count)");
 out:
 	free(bad);
 	free(stream);
@@ -1575,6 +1576,29 @@ static void test_dirty_in_stop_copy(void)
 		is(load_over(dc, zs, zn), 0, "destination: the stream loads");
 		ok(holds(dfd, 0x3000, 0x2000, 0), "its pages now hold the zeros");
 		free(zs);
+	}
+
+	/* nothing to carry: the state is saved once STOP_COPY's reply went out,
+	 * before the next request is read (a register written after it is not
+	 * in the stream) */
+	{
+		const uint64_t a = 0x1111222233334444ull, b = 0x5555666677778888ull;
+		struct vfio_user_dma_logging_report rep = {0x100000, 0x100000, 4096};
+		uint8_t rout[8 + 24 + 32], *ss = NULL;
+		size_t sn;
+
+		is(set_state(c, S_RUN), 0, "source: RUNNING");
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_PATTERN, a);
+		is(feat(c, VFIO_DEVICE_FEATURE_GET | VFIO_DEVICE_FEATURE_DMA_LOGGING_REPORT,
+			sizeof(rout), &rep, sizeof(rep), rout, sizeof(rout)),
+		   0, "a REPORT: no page left to carry");
+		is(set_state(c, S_SC), 0, "source: STOP_COPY");
+		vcxl_client_write64(c, VCXL_MODEL_CTRL_BAR, ACCEL_REG_JOB_PATTERN, b);
+		sn = read_stream(c, &ss);
+		vcxl_client_reset(dc);
+		is(load_over(dc, ss, sn), 0, "destination: that stream loads");
+		is(job_pattern(dc), a, "with the register as it was at STOP_COPY");
+		free(ss);
 	}
 
 	/* a client that truncates the memfd behind its window: the server's copy
