@@ -244,6 +244,60 @@ static void seed_qemu_handshake(void)
 	s_save(&s, "qemu-handshake");
 }
 
+/* DEVICE_FEATURE SET MIG_DEVICE_STATE (vfio-user spec "Migration"): the
+ * kernel's vfio_device_feature with vfio_device_feature_mig_state inline */
+static void s_mig_state(struct stream *s, uint32_t state)
+{
+	struct vfio_device_feature_mig_state st = {.device_state = state, .data_fd = -1};
+	uint8_t m[sizeof(struct vfio_device_feature) + sizeof(st)];
+	struct vfio_device_feature f = {.argsz = sizeof(m),
+					.flags = VFIO_DEVICE_FEATURE_SET |
+						 VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE};
+
+	memcpy(m, &f, sizeof(f));
+	memcpy(m + sizeof(f), &st, sizeof(st));
+	s_msg(s, VFIO_USER_DEVICE_FEATURE, 0, m, sizeof(m), 0);
+}
+
+static void s_mig_write(struct stream *s, const void *p, uint32_t len)
+{
+	static uint8_t buf[sizeof(struct vfio_user_mig_data) + (64u << 10)];
+	struct vfio_user_mig_data d = {.argsz = (uint32_t)sizeof(d) + len, .size = len};
+
+	if (len > sizeof(buf) - sizeof(d))
+		return;
+	memcpy(buf, &d, sizeof(d));
+	memcpy(buf + sizeof(d), p, len);
+	s_msg(s, VFIO_USER_MIG_DATA_WRITE, 0, buf, sizeof(d) + len, 0);
+}
+
+/* A RESUMING device given a whole saved state loads it at that write (the
+ * server's preload, docs/migration.md section 2); a byte after it undoes
+ * the load and RESUMING -> STOP refuses; after DEVICE_RESET the same
+ * state loads and the device runs */
+static void seed_mig_preload(void)
+{
+	static struct stream s;
+	struct vcxl_mig_buf b = {0};
+
+	if (vcxl_vdev_ops.mig_save(dev.vdev, &b)) {
+		fprintf(stderr, "gen_corpus: mig-preload: save failed\n");
+		exit(1);
+	}
+	s_version(&s, qemu_json);
+	s_mig_state(&s, VFIO_DEVICE_STATE_RESUMING);
+	s_mig_write(&s, b.data, (uint32_t)b.len);
+	s_mig_write(&s, "x", 1);
+	s_mig_state(&s, VFIO_DEVICE_STATE_STOP);
+	s_msg(&s, VFIO_USER_DEVICE_RESET, 0, NULL, 0, 0);
+	s_mig_state(&s, VFIO_DEVICE_STATE_RESUMING);
+	s_mig_write(&s, b.data, (uint32_t)b.len);
+	s_mig_state(&s, VFIO_DEVICE_STATE_STOP);
+	s_mig_state(&s, VFIO_DEVICE_STATE_RUNNING);
+	s_save(&s, "mig-preload");
+	vcxl_mig_buf_free(&b);
+}
+
 /* CXL r3.1 8.2.4.20: Mem_Enable, HDM Decoder Enable, base/size, Commit */
 static void seed_decoder_commit(void)
 {
@@ -864,6 +918,7 @@ int main(int argc, char **argv)
 	seed_job_nofd();
 	seed_write_multi();
 	seed_errors();
+	seed_mig_preload();
 	seeds_vdev_regs();
 	seeds_version();
 	seeds_hw_tables();
