@@ -500,33 +500,55 @@ static int stage_devmem(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t
 	return 0;
 }
 
-static void notify_decoders(struct vcxl_vdev *v, bool on)
+/* A virtual decoder as the client's decoder notifications describe it */
+struct dec_view {
+	bool on;
+	uint64_t base, size, off;
+};
+
+static void decoders_view(struct vcxl_vdev *v, struct dec_view *dv)
 {
 	struct vcxl_hdm *h = &v->comp.hdm;
 
-	for (unsigned i = 0; i < h->count && v->hdm_notify; i++) {
+	for (unsigned i = 0; i < h->count; i++) {
 		struct vcxl_hdm_decoder d;
-		uint64_t off = 0;
 
 		vcxl_hdm_decoder_get(h, i, &d);
-		if (!d.committed)
-			continue;
-		for (unsigned k = 0; k <= i; k++) {
-			struct vcxl_hdm_decoder q;
-			vcxl_hdm_decoder_get(h, k, &q);
-			off += q.skip + (k < i ? q.size : 0);
-		}
-		v->hdm_notify(v->hdm_notify_opaque, i, on, d.base, d.size, off);
+		dv[i] = (struct dec_view){d.committed, d.base, d.size, vcomp_region_off(h, i)};
 	}
+}
+
+static bool dec_view_same(const struct dec_view *a, const struct dec_view *b)
+{
+	return a->on == b->on && a->base == b->base && a->size == b->size && a->off == b->off;
+}
+
+/* The decoders a load changed, as commits and decommits would have told
+ * them: what went or moved first, then what came; one the load left as it
+ * was is not notified (nor logged). */
+static void notify_decoders(struct vcxl_vdev *v, const struct dec_view *was,
+			    const struct dec_view *now)
+{
+	unsigned n = v->comp.hdm.count;
+
+	for (unsigned i = 0; i < n && v->hdm_notify; i++)
+		if (was[i].on && !dec_view_same(&was[i], &now[i]))
+			v->hdm_notify(v->hdm_notify_opaque, i, false, was[i].base, was[i].size,
+				      was[i].off);
+	for (unsigned i = 0; i < n && v->hdm_notify; i++)
+		if (now[i].on && !dec_view_same(&was[i], &now[i]))
+			v->hdm_notify(v->hdm_notify_opaque, i, true, now[i].base, now[i].size,
+				      now[i].off);
 }
 
 /* Everything checked: apply. Nothing here fails but a SIGBUS on the region. */
 static int vmig_apply(struct vcxl_vdev *v, struct vmig_stage *s)
 {
 	uint8_t *mem = s->devmem_pages ? vdev_region_map(v) : NULL;
+	struct dec_view was[CXL_HDM_MAX_DECODERS_DEVICE], now[CXL_HDM_MAX_DECODERS_DEVICE];
 	int rc = 0;
 
-	notify_decoders(v, false);
+	decoders_view(v, was);
 	vcxl_rf_load_state(&v->vcfg, s->vcfg, s->vcfg_take, s->vcfg_ntake);
 	if (v->has_doe) {
 		struct vcxl_doe *d = &v->doe;
@@ -542,7 +564,8 @@ static int vmig_apply(struct vcxl_vdev *v, struct vmig_stage *s)
 	v->mbox_refused_op = (uint16_t)s->mbox_op;
 	v->mbox_inflight = s->mbox_inflight;
 	v->pending_cxl_reset = false;
-	notify_decoders(v, true);
+	decoders_view(v, now);
+	notify_decoders(v, was, now);
 	if (s->devmem_pages && !mem)
 		return -EIO;
 	for (uint64_t i = 0; i < s->devmem_pages && !rc; i++) {

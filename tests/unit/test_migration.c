@@ -235,6 +235,65 @@ static int make_source(struct env *a, struct vcxl_mig_buf *b)
 	return save(a, b);
 }
 
+/* Decoder notifications (the server logs each and keeps what its status
+ * shows) counted */
+struct notes {
+	unsigned on, off;
+	uint64_t base;
+};
+
+static void count_note(void *opaque, unsigned n, bool on, uint64_t gpa, uint64_t size,
+		       uint64_t region_off)
+{
+	struct notes *c = opaque;
+
+	(void)n, (void)size, (void)region_off;
+	if (on) {
+		c->on++;
+		c->base = gpa;
+	} else {
+		c->off++;
+	}
+}
+
+/* A load notifies the decoders it changed and no other: loading a state
+ * whose decoder 0 is where the device has it says nothing (it said
+ * "decommitted" then "committed": two log lines in the downtime) */
+static void test_load_notifies_changes(void)
+{
+	const uint64_t base = 0x1000000000ull;
+	struct env a, b, f;
+	struct vcxl_mig_buf sa = {0}, sf = {0};
+	struct notes c = {0};
+
+	if (env_init(&a, 512 * M, VCXL_MODEL_ACCEL) || env_init(&b, 512 * M, VCXL_MODEL_ACCEL) ||
+	    env_init(&f, 512 * M, VCXL_MODEL_ACCEL)) {
+		ok(0, "devices");
+		return;
+	}
+	commit0(&a, base, 256 * M);
+	ok(committed0(&a), "source: decoder 0 committed");
+	setup_ok(save(&a, &sa) || save(&f, &sf));
+	vcxl_vdev_set_hdm_notify(b.v, count_note, &c);
+	is(load(&b, sa.data, sa.len), 0, "its state loads into a fresh device");
+	ok(c.on == 1 && c.off == 0 && c.base == base,
+	   "one notification: decoder 0 committed at 0x%llx (on %u, off %u)",
+	   (unsigned long long)c.base, c.on, c.off);
+	c = (struct notes){0};
+	is(load(&b, sa.data, sa.len), 0, "the same state again");
+	ok(c.on == 0 && c.off == 0, "no notification: nothing changed (on %u, off %u)", c.on,
+	   c.off);
+	c = (struct notes){0};
+	is(load(&b, sf.data, sf.len), 0, "a state without the decoder");
+	ok(c.on == 0 && c.off == 1, "one notification: decoder 0 decommitted (on %u, off %u)", c.on,
+	   c.off);
+	vcxl_mig_buf_free(&sa);
+	vcxl_mig_buf_free(&sf);
+	env_fini(&a);
+	env_fini(&b);
+	env_fini(&f);
+}
+
 static void test_round_trip(void)
 {
 	struct env a, b;
@@ -1868,6 +1927,7 @@ int main(void)
 	test_type3_round_trip();
 	test_hostile();
 	test_devmem_report();
+	test_load_notifies_changes();
 	test_protocol();
 	test_preload();
 	test_dirty_in_stop_copy();
