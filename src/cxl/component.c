@@ -462,19 +462,21 @@ int vcxl_comp_layout(struct vcxl_comp *c, struct vcxl_regfile *rf, uint32_t cm_o
 
 /* ---- owner operations --------------------------------------------------- */
 
+/* Every committed decoder is reported decommitted before the registers go
+ * back to their reset values, so that the report still names the range that
+ * goes (after the reset, Base and Size read 0). */
 void vcxl_hdm_reset(struct vcxl_hdm *h)
 {
-	bool was[CXL_HDM_MAX_DECODERS_DEVICE];
 	for (unsigned n = 0; n < h->count; n++) {
-		was[n] = vcxl_rf_get32(h->rf, HDM_REG(h, CXL_HDM_DEC_CTRL(n))) &
-			 CXL_HDM_DEC_CTRL_COMMITTED;
+		bool was = vcxl_rf_get32(h->rf, HDM_REG(h, CXL_HDM_DEC_CTRL(n))) &
+			   CXL_HDM_DEC_CTRL_COMMITTED;
+
 		h->last_err[n] = VCXL_HDM_OK;
+		if (was && h->ops && h->ops->changed)
+			h->ops->changed(h->opaque, h, n, false);
 	}
 	vcxl_rf_reset_range(h->rf, HDM_REG(h, CXL_HDM_GLOBAL_CTRL),
 			    CXL_HDM_CAP_SIZE(h->count) - CXL_HDM_GLOBAL_CTRL);
-	for (unsigned n = 0; n < h->count; n++)
-		if (was[n] && h->ops && h->ops->changed)
-			h->ops->changed(h->opaque, h, n, false);
 }
 
 enum vcxl_hdm_commit_err vcxl_hdm_check(struct vcxl_hdm *h, unsigned n,

@@ -11,6 +11,7 @@
 struct ctx {
 	int changed_on, changed_off;
 	unsigned last_n;
+	uint64_t off_base;    /* Base of the decoder last reported decommitted */
 	uint64_t refuse_base; /* validate() refuses this base */
 };
 
@@ -24,10 +25,15 @@ static enum vcxl_hdm_commit_err validate(void *opaque, struct vcxl_hdm *h, unsig
 static void changed(void *opaque, struct vcxl_hdm *h, unsigned n, bool on)
 {
 	struct ctx *c = opaque;
-	if (on)
+	struct vcxl_hdm_decoder d;
+
+	if (on) {
 		c->changed_on++;
-	else
+	} else {
 		c->changed_off++;
+		vcxl_hdm_decoder_get(h, n, &d);
+		c->off_base = d.base;
+	}
 	c->last_n = n;
 }
 
@@ -374,6 +380,9 @@ static void test_locks(void)
 	       r32(hreg(CXL_HDM_GLOBAL_CTRL)),
 	   0, "reset values restored (Control, Base, Global Control)");
 	is(cx.changed_off, off + 2, "reset reports both decoders decommitted");
+	ok(cx.last_n == 1 && cx.off_base == 8 * G256,
+	   "each with the range that went (decoder 1: base 0x%llx, not the reset value)",
+	   (unsigned long long)cx.off_base);
 	enable();
 	c = commit(0, 4 * G256, G256, 0, 0);
 	ok(committed(c), "commit works after reset");
