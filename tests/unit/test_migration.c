@@ -9,6 +9,7 @@
  * device reset and usable, and the protocol over a socket: DEVICE_FEATURE,
  * MIG_DATA_READ/WRITE and DMA logging bitmaps.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/pci_regs.h>
@@ -1308,6 +1309,20 @@ static void test_protocol(void)
 	srv_stop(&s, c);
 }
 
+/* Open fds of this process (the server runs in a thread of it) */
+static long open_fds(void)
+{
+	long n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 /* A register of the model the stream carries, read through the protocol */
 static uint64_t job_pattern(struct vcxl_client *c)
 {
@@ -1379,6 +1394,29 @@ static void test_preload(void)
 		is(get_state(c), S_ERR, "ERROR");
 		is(vcxl_client_reset(c), 0, "DEVICE_RESET");
 		is(job_pattern(c), 0, "the register reset");
+	}
+
+	/* a hostile client cycling loads: the whole stream, a byte after it (the
+	 * undo), DEVICE_RESET, 200 times; nothing held grows (the server's fds,
+	 * its heap under ASan's leak check) and the state still loads after */
+	{
+		long fds = open_fds(), grew;
+		unsigned fails = 0;
+
+		for (unsigned i = 0; i < 200; i++) {
+			fails += set_state(c, S_RES) != 0;
+			fails += data_write(c, stream, (uint32_t)len) != 0;
+			fails += data_write(c, (const uint8_t *)"x", 1) != 0;
+			fails += vcxl_client_reset(c) != 0;
+		}
+		grew = open_fds() - fds;
+		is(fails, 0, "200 cycles of load, undo and DEVICE_RESET all answered");
+		is(grew, 0, "no fd more in the process after them");
+		is(set_state(c, S_RES) || data_write(c, stream, (uint32_t)len) ||
+		       set_state(c, S_STP),
+		   0, "the state still loads");
+		is(job_pattern(c), pat, "with its register");
+		vcxl_client_reset(c);
 	}
 
 	/* leaving RESUMING by a reset after a load: the next RESUMING starts afresh */
