@@ -65,7 +65,12 @@ int vcxl_model_poll(struct vcxl_model *m);
 #define VCXL_MODEL_CTRL_BAR	2	   /* job engine, MSI-X */
 #define VCXL_MODEL_MSIX_VECTORS 4
 #define VCXL_MODEL_MSIX_TABLE	0x2000 /* in BAR2 */
-#define VCXL_MODEL_MSIX_PBA	0x3000 /* in BAR2 */
+/* The PBA shares the table's 4 KiB page, which holds no other register (PCIe r6.0
+ * 7.7.2 allows both structures in one page; only other registers must stay out of
+ * it [spec]). A VMM overlays both on the BAR: one page split between regions
+ * instead of two, and QEMU builds each such page again (a subpage) in every flat
+ * view at every memory transaction, a migration's load included. */
+#define VCXL_MODEL_MSIX_PBA	0x2800 /* in BAR2 */
 
 /* Type-3: BAR2 also holds the CXL memory device registers (Register Locator
  * RBI 3) at a 64 KiB boundary; the job engine registers are absent (read 0).

@@ -234,6 +234,49 @@ def bar_addr(q, bar):
     return None
 
 
+PAGE = 4096
+
+
+def bar_pages(q):
+    """How system memory's flat view (`info mtree -f`) lays out vcxl0's memory BARs: the
+    4 KiB pages it splits between regions (QEMU builds each such page again, a subpage,
+    in every flat view at every memory transaction: a migration's load runs one per
+    device section) and the HDM trap's range. (None, None, why) if not found."""
+    d = find_dev(q)
+    bars = [(r["address"], r["address"] + r["size"]) for r in (d or {}).get("regions", [])
+            if r.get("type") == "memory" and r.get("size")]
+    if not bars:
+        return None, None, "no memory BAR in query-pci"
+    view = [v for v in q.hmp("info mtree -f").split("FlatView #") if ' AS "memory",' in v]
+    if not view:
+        return None, None, "no flat view of AS memory"
+    cover, trap = {}, None
+    for line in view[0].splitlines():
+        m = re.match(r"\s+([0-9a-f]{16})-([0-9a-f]{16}) \(.*?\): (.*)$", line)
+        if not m:
+            continue
+        lo, hi, name = int(m.group(1), 16), int(m.group(2), 16) + 1, m.group(3)
+        if not any(lo < b_hi and b_lo < hi for b_lo, b_hi in bars):
+            continue
+        if name.startswith("vfio-cxl-hdm-quirk"):
+            trap = (lo, hi)
+        for page in range(lo // PAGE, (hi + PAGE - 1) // PAGE):
+            cover[page] = cover.get(page, 0) + 1
+    return sorted(p * PAGE for p, n in cover.items() if n > 1), trap, None
+
+
+def check_bar_pages(q):
+    split, trap, why = bar_pages(q)
+    if not res(why is None, "source: vcxl0's BARs found in system memory's flat view", why):
+        return
+    res(trap is not None and trap[0] % PAGE == 0 and trap[1] % PAGE == 0,
+        "the HDM decoders' trap covers whole pages (vmm/qemu 0032): %s" %
+        ("[%#x, %#x)" % trap if trap else "none"))
+    res(len(split) == 1, "one page of the device's BARs split between regions, the MSI-X "
+        "table's and PBA's (the HDM trap's page and a page of its own for the PBA would make "
+        "3): %s" % [hex(p) for p in split])
+
+
 def xp32(q, addr):
     out = q.hmp("xp /1wx %#x" % addr)
     try:
@@ -682,6 +725,7 @@ def main():
         if not res(ok and "error" not in r2, "source: return-path, pause-before-switchover, "
                    "downtime-limit %d ms" % CFG["downtime_limit"], json.dumps([r, r2])):
             return
+        check_bar_pages(src.q)
         src.connect_tty()
         if os.environ.get("VCXL_E2E_MIGRATE_CONTROLS", "1") != "0":
             control_cancel(src)
