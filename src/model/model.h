@@ -70,7 +70,7 @@ int vcxl_model_poll(struct vcxl_model *m);
  * it [spec]). A VMM overlays both on the BAR: one page split between regions
  * instead of two, and QEMU builds each such page again (a subpage) in every flat
  * view at every memory transaction, a migration's load included. */
-#define VCXL_MODEL_MSIX_PBA	0x2800 /* in BAR2 */
+#define VCXL_MODEL_MSIX_PBA 0x2800 /* in BAR2 */
 
 /* Type-3: BAR2 also holds the CXL memory device registers (Register Locator
  * RBI 3) at a 64 KiB boundary; the job engine registers are absent (read 0).

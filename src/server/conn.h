@@ -85,11 +85,13 @@ struct conn_mig {
 	uint8_t *in;		 /* RESUMING: the stream written so far */
 	size_t in_len, in_cap;
 	bool in_bad; /* a write was refused: the stream cannot load */
-	/* RESUMING: the device's state loaded as soon as the whole stream
-	 * arrived (its header's length), not at RESUMING -> STOP, which then
-	 * only writes the client's pages: 1 loaded, -errno refused (the device
-	 * reset, preload_err says why), 0 not yet (or bytes came after it) */
+	/* RESUMING: the device's state loaded once the whole stream arrived
+	 * (its header's length), at the first request after it other than a
+	 * DMA window's (preload_due until then), not at RESUMING -> STOP, which
+	 * then only writes the client's pages: 1 loaded, -errno refused (the
+	 * device reset, preload_err says why), 0 not yet (or bytes came after) */
 	int preload;
+	bool preload_due;
 	char preload_err[VCXL_MIG_ERRMSG];
 	bool dev_dirty; /* the device tracks its own writes to its memory */
 	bool logging;
@@ -248,6 +250,7 @@ void conn_mig_log_write(struct vcxl_conn *c, uint64_t iova, uint64_t len);
 void conn_mig_reset(struct vcxl_conn *c);
 /* After a request's reply went out, before the next is read */
 void conn_mig_after_reply(struct vcxl_conn *c);
+void conn_mig_before_request(struct vcxl_conn *c, uint16_t cmd);
 /* The kernel's combination-transition rule (shortest path, no saving state
  * inside it): the next state on the way from cur to target. 0, or -EINVAL
  * for an unsupported state or no path. */

@@ -575,6 +575,7 @@ static void drop_streams(struct vcxl_conn *c)
 	c->mig.in_len = c->mig.in_cap = 0;
 	c->mig.in_bad = false;
 	c->mig.preload = 0;
+	c->mig.preload_due = false;
 }
 
 /* The server's sections after the device's, for a client that asked for them
@@ -625,12 +626,12 @@ static int load_pages(struct vcxl_conn *c, char *err, size_t errlen)
 }
 
 /*
- * The device's state loaded while still RESUMING, as soon as a write brought
- * the whole stream: the load is off the client's path to RESUMING -> STOP
- * (QEMU sends the stream in its iterable section and asks for STOP at the end
- * of the device's config section, milliseconds later). What the client sees
- * does not change: the write succeeds either way, and RESUMING -> STOP gives
- * the load's result. A write after it undoes it (preload_undo).
+ * The device's state loaded while still RESUMING, once a write brought the
+ * whole stream: the load is off the client's path to RESUMING -> STOP (QEMU
+ * sends the stream in its iterable section and asks for STOP at the end of the
+ * device's config section, milliseconds later). What the client sees does not
+ * change: the write succeeds either way, and RESUMING -> STOP gives the load's
+ * result. A write after it undoes it (preload_undo).
  */
 static void preload(struct vcxl_conn *c)
 {
@@ -646,6 +647,25 @@ static void preload_undo(struct vcxl_conn *c)
 	if (c->mig.preload > 0)
 		c->ops->reset(c->dev);
 	c->mig.preload = 0;
+}
+
+/*
+ * Before a request: a load the whole stream made due runs now, unless the
+ * request is a DMA window's (or more of the stream). QEMU writes the stream in
+ * its iterable section, then loads the sections before the device's config,
+ * which remap guest memory (map/unmap requests) while its other threads (RCU,
+ * the vCPU's, its I/O thread) keep both CPUs of a small host busy: a load then
+ * takes a CPU from them, and one against the windows of that moment could
+ * refuse pages the final windows take. The first other request (the device's
+ * config write) is where the client needs the device again.
+ */
+void conn_mig_before_request(struct vcxl_conn *c, uint16_t cmd)
+{
+	if (!c->mig.preload_due || cmd == VFIO_USER_DMA_MAP || cmd == VFIO_USER_DMA_UNMAP ||
+	    cmd == VFIO_USER_MIG_DATA_WRITE)
+		return;
+	c->mig.preload_due = false;
+	preload(c);
 }
 
 /* RESUMING -> STOP: the stream written, all of it or nothing: the device's
@@ -1085,9 +1105,9 @@ int conn_handle_mig_data_write(struct vcxl_conn *c, struct vcxl_msg *m, struct r
 	c->mig.in_len += d.size;
 	c->st.mig.bytes_received += d.size;
 	c->st.mig.state_bytes = c->mig.in_len;
-	if (c->mig.preload && d.size)
+	if (d.size) {
 		preload_undo(c);
-	else if (!c->mig.preload && d.size && vcxl_mig_whole(c->mig.in, c->mig.in_len))
-		preload(c);
+		c->mig.preload_due = vcxl_mig_whole(c->mig.in, c->mig.in_len);
+	}
 	return 0;
 }

@@ -698,6 +698,7 @@ void conn_handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
 		proto_err(c, m, "command before VERSION");
 		reply_error(&r, EINVAL);
 	} else {
+		conn_mig_before_request(c, m->hdr.command);
 		switch (m->hdr.command) {
 		case VFIO_USER_VERSION:
 			handle_version(c, m, &r);

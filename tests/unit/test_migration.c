@@ -1605,6 +1605,27 @@ static void test_dirty_in_stop_copy(void)
 	ok(holds(dfd, 0x3000, 0x2000, pat), "its client memory holds the pages");
 	ok(holds(dfd, 0x2000, 0x1000, 0) && holds(dfd, 0x5000, 0x1000, 0), "and nothing else");
 
+	/* a window the client maps after the whole stream and before anything
+	 * else (QEMU remaps guest memory while it loads the sections before the
+	 * device's config): the load waits for the first other request and takes
+	 * the pages into the window mapped then */
+	{
+		static const uint8_t zero[0x2000];
+
+		is(set_state(dc, S_RUN), 0, "destination: RUNNING");
+		is(vcxl_client_reset(dc), 0, "DEVICE_RESET");
+		ok(pwrite(dfd, zero, sizeof(zero), 0x3000) == (ssize_t)sizeof(zero),
+		   "its client memory cleared");
+		is(set_state(dc, S_RES), 0, "RESUMING");
+		is(vcxl_client_dma_unmap(dc, 0x100000, M, 0), 0, "the window unmapped");
+		is(data_write(dc, stream, (uint32_t)len), 0, "the whole stream written");
+		is(vcxl_client_dma_map(dc, 0x100000, M, rw, dfd, 0, NULL), 0,
+		   "the window mapped after it");
+		is(set_state(dc, S_STP), 0, "RESUMING -> STOP: loaded");
+		ok(holds(dfd, 0x3000, 0x2000, pat),
+		   "the pages in the window mapped after the stream");
+	}
+
 	/* hostile DMAPAGES sections: refused whole, the client memory untouched */
 	{
 		struct vcxl_mig_buf x;
