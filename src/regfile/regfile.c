@@ -650,25 +650,28 @@ static bool rf_in_ranges(uint32_t i, const struct vcxl_rf_range *r, unsigned n)
 	return false;
 }
 
-int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t len,
-			const struct vcxl_rf_range *take, unsigned ntake,
-			const struct vcxl_rf_range *live, unsigned nlive, uint32_t *bad_off)
+/* The end of [r.off, r.off + r.len) within the file */
+static uint32_t rf_range_end(const struct vcxl_regfile *rf, const struct vcxl_rf_range *r)
+{
+	uint64_t end = (uint64_t)r->off + r->len;
+
+	return end < rf->size ? (uint32_t)end : rf->size;
+}
+
+/* Check bytes [lo, hi) of a saved state: 0, or -EINVAL with the first bad byte */
+static int rf_check_bytes(const struct vcxl_regfile *rf, const uint8_t *st, uint32_t lo,
+			  uint32_t hi, const struct vcxl_rf_range *live, unsigned nlive,
+			  uint32_t *bad_off)
 {
 	const uint8_t *val = st, *armed = st + rf->size;
 
-	if (len != vcxl_rf_state_len(rf)) {
-		*bad_off = 0;
-		return -EINVAL;
-	}
-	for (uint32_t i = 0, skip; i < rf->size; i++) {
+	for (uint32_t i = lo, skip; i < hi; i++) {
 		uint8_t ro;
 
 		if (i % RF_BLOCK == 0 && (skip = rf_skip(rf, st, i))) {
 			i += skip - 1; /* as the live state's bytes: they pass */
 			continue;
 		}
-		if (ntake && !rf_in_ranges(i, take, ntake))
-			continue;
 		ro = (uint8_t) ~(rf->wmask[i] | rf->w1c[i] | rf->rwo[i] | rf->rsvd[i]);
 		if ((val[i] & rf->rsvd[i]) || (armed[i] & ~rf->rwo[i]) ||
 		    (!rf_in_ranges(i, live, nlive) && ((val[i] ^ rf->val[i]) & ro))) {
@@ -679,19 +682,66 @@ int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t
 	return 0;
 }
 
-void vcxl_rf_load_state(struct vcxl_regfile *rf, const uint8_t *st,
-			const struct vcxl_rf_range *take, unsigned ntake)
+/* Load bytes [lo, hi) of a saved state (locks re-evaluated by the caller) */
+static void rf_load_bytes(struct vcxl_regfile *rf, const uint8_t *st, uint32_t lo, uint32_t hi)
 {
-	for (uint32_t i = 0, skip; i < rf->size; i++) {
+	for (uint32_t i = lo, skip; i < hi; i++) {
 		if (i % RF_BLOCK == 0 && (skip = rf_skip(rf, st, i))) {
 			i += skip - 1; /* loading them would change nothing */
 			continue;
 		}
-		if (ntake && !rf_in_ranges(i, take, ntake))
-			continue;
 		rf->val[i] = st[i];
 		rf->rwo_armed[i] = st[rf->size + i];
 		rf_refresh_eff(rf, i);
 	}
+}
+
+/* Only the take ranges' bytes are visited (a range's check is not the cost of
+ * the whole file's). */
+int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t len,
+			const struct vcxl_rf_range *take, unsigned ntake,
+			const struct vcxl_rf_range *live, unsigned nlive, uint32_t *bad_off)
+{
+	int rc = 0;
+
+	if (len != vcxl_rf_state_len(rf)) {
+		*bad_off = 0;
+		return -EINVAL;
+	}
+	if (!ntake)
+		return rf_check_bytes(rf, st, 0, rf->size, live, nlive, bad_off);
+	for (unsigned k = 0; k < ntake && !rc; k++)
+		if (take[k].off < rf->size)
+			rc = rf_check_bytes(rf, st, take[k].off, rf_range_end(rf, &take[k]), live,
+					    nlive, bad_off);
+	return rc;
+}
+
+void vcxl_rf_load_state(struct vcxl_regfile *rf, const uint8_t *st,
+			const struct vcxl_rf_range *take, unsigned ntake)
+{
+	if (!ntake)
+		rf_load_bytes(rf, st, 0, rf->size);
+	for (unsigned k = 0; k < ntake; k++)
+		if (take[k].off < rf->size)
+			rf_load_bytes(rf, st, take[k].off, rf_range_end(rf, &take[k]));
+	vcxl_rf_update_locks(rf);
+}
+
+void vcxl_rf_save_range(const struct vcxl_regfile *rf, uint32_t off, uint32_t len, uint8_t *out)
+{
+	if (!rf_range_ok(rf, off, len))
+		return;
+	memcpy(out, rf->val + off, len);
+	memcpy(out + len, rf->rwo_armed + off, len);
+}
+
+void vcxl_rf_restore_range(struct vcxl_regfile *rf, uint32_t off, uint32_t len, const uint8_t *in)
+{
+	if (!rf_range_ok(rf, off, len))
+		return;
+	memcpy(rf->val + off, in, len);
+	memcpy(rf->rwo_armed + off, in + len, len);
+	rf_refresh_eff_range(rf, off, len);
 	vcxl_rf_update_locks(rf);
 }

@@ -201,5 +201,10 @@ int vcxl_rf_check_state(const struct vcxl_regfile *rf, const uint8_t *st, size_t
 /* Install a checked state's take ranges (no hooks); locks re-evaluated. */
 void vcxl_rf_load_state(struct vcxl_regfile *rf, const uint8_t *st,
 			const struct vcxl_rf_range *take, unsigned ntake);
+/* One range's values and armed RWO bits (2 * len bytes: values, then armed
+ * bits) and back (an owner's scratch evaluation of a state); the restore
+ * re-evaluates locks. An out-of-range range does nothing. */
+void vcxl_rf_save_range(const struct vcxl_regfile *rf, uint32_t off, uint32_t len, uint8_t *out);
+void vcxl_rf_restore_range(struct vcxl_regfile *rf, uint32_t off, uint32_t len, const uint8_t *in);
 
 #endif /* VCXL_REGFILE_H */

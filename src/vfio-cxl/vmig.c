@@ -345,18 +345,19 @@ static int stage_vdoe(struct vcxl_vdev *v, struct vmig_stage *s, const uint8_t *
 }
 
 /* Check the decoders of a staged VCOMP as the spec's and the vdev's commit
- * rules would: it is installed, checked and the old state put back. */
+ * rules would: its HDM capability's registers (all the rules read) are
+ * installed, checked and the old ones put back. */
 static int check_decoders(struct vcxl_vdev *v, const uint8_t *st, char *err, size_t errlen)
 {
-	size_t n = vcxl_rf_state_len(&v->vcomp);
-	uint8_t *old = malloc(n);
 	struct vcxl_hdm *h = &v->comp.hdm;
+	struct vcxl_rf_range hdm = {h->off, CXL_HDM_CAP_SIZE(h->count)};
+	uint8_t *old = malloc(2 * (size_t)hdm.len);
 	int rc = 0;
 
 	if (!old)
 		return -ENOMEM;
-	vcxl_rf_save(&v->vcomp, old);
-	vcxl_rf_load_state(&v->vcomp, st, NULL, 0);
+	vcxl_rf_save_range(&v->vcomp, hdm.off, hdm.len, old);
+	vcxl_rf_load_state(&v->vcomp, st, &hdm, 1);
 	for (unsigned i = 0; i < h->count && !rc; i++) {
 		struct vcxl_hdm_decoder d;
 		enum vcxl_hdm_commit_err e;
@@ -377,7 +378,7 @@ static int check_decoders(struct vcxl_vdev *v, const uint8_t *st, char *err, siz
 			    i, (unsigned long long)d.base, (unsigned long long)d.size,
 			    vcxl_hdm_err_str(e));
 	}
-	vcxl_rf_load_state(&v->vcomp, old, NULL, 0);
+	vcxl_rf_restore_range(&v->vcomp, hdm.off, hdm.len, old);
 	free(old);
 	return rc;
 }

@@ -297,6 +297,70 @@ static void test_split_equivalence(void)
 	vcxl_rf_fini(&b);
 }
 
+/* Migration state: the take ranges bound what a check and a load visit (a range
+ * past the end is ignored, one over it clamped); a range saved and restored
+ * brings back values, armed RWO bits and the locks they imply. */
+static void test_state_ranges(void)
+{
+	struct vcxl_regfile rf;
+	struct vcxl_rf_lock_field f[] = {{0x14, 0xffffffff}};
+	uint8_t st[2 * 0x2000], saved[2 * 0x20];
+	uint32_t bad = 0;
+	uint64_t v;
+	int g;
+
+	vcxl_rf_init(&rf, 0x2000);
+	vcxl_rf_define(&rf, 0x10, 4, 0x3ff, VCXL_RF_RW);
+	vcxl_rf_define(&rf, 0x14, 4, 0xffffffff, VCXL_RF_RW);
+	vcxl_rf_define(&rf, 0x18, 4, 0xff, VCXL_RF_RWO);
+	vcxl_rf_init_val(&rf, 0x1800, 4, 0x12345678); /* read-only */
+	g = vcxl_rf_lock_group(&rf, 0x10, 1u << 9, f, 1);
+
+	vcxl_rf_save(&rf, st);
+	st[0x1800] ^= 0x01;  /* a read-only bit changed, outside the first range */
+	st[0x10 + 1] = 0x02; /* bit 9 set: the lock's condition */
+	st[0x14] = 0xaa;
+	{
+		struct vcxl_rf_range take[] = {{0x10, 0x10}, {0x3000, 0x10}};
+		struct vcxl_rf_range over[] = {{0x1ff0, 0x100}};
+
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), take, 2, NULL, 0, &bad), 0,
+		   "check: a bad byte outside the take ranges passes (a range past the end "
+		   "ignored)");
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), over, 1, NULL, 0, &bad), 0,
+		   "check: a range over the end clamped");
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), NULL, 0, NULL, 0, &bad), -EINVAL,
+		   "check: the whole file finds it");
+		is(bad, 0x1800, "at its offset");
+		take[0] = (struct vcxl_rf_range){0x1800, 4};
+		bad = 0;
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), take, 1, NULL, 0, &bad), -EINVAL,
+		   "check: a take range over it finds it");
+		is(bad, 0x1800, "at its offset");
+
+		vcxl_rf_save_range(&rf, 0x10, 0x20, saved);
+		take[0] = (struct vcxl_rf_range){0x10, 0x10};
+		vcxl_rf_load_state(&rf, st, take, 1);
+		vcxl_rf_read(&rf, 0x14, 4, &v);
+		is(v, 0xaa, "load: a byte in the take range loaded");
+		is(vcxl_rf_get32(&rf, 0x1800), 0x12345678, "load: a byte outside it untouched");
+		ok(vcxl_rf_group_locked(&rf, g), "load: the lock its condition implies");
+		vcxl_rf_write(&rf, 0x18, 1, 0x5a); /* RWO: writable once */
+		vcxl_rf_restore_range(&rf, 0x10, 0x20, saved);
+		vcxl_rf_read(&rf, 0x14, 4, &v);
+		is(v, 0, "restore: the value back");
+		ok(!vcxl_rf_group_locked(&rf, g), "restore: the lock re-evaluated");
+		vcxl_rf_read(&rf, 0x18, 4, &v);
+		is(v, 0, "restore: the RWO byte's value back");
+		vcxl_rf_write(&rf, 0x18, 1, 0x33);
+		vcxl_rf_read(&rf, 0x18, 4, &v);
+		is(v, 0x33, "restore: and its armed bits (writable once more)");
+		vcxl_rf_restore_range(&rf, 0x1ff0, 0x20, saved);
+		is(vcxl_rf_get32(&rf, 0x1ff0), 0, "restore: a range over the end does nothing");
+	}
+	vcxl_rf_fini(&rf);
+}
+
 int main(void)
 {
 	test_attrs();
@@ -304,5 +368,6 @@ int main(void)
 	test_dword_rule();
 	test_qword_rule();
 	test_split_equivalence();
+	test_state_ranges();
 	return done();
 }
