@@ -696,8 +696,7 @@ static void bench_mig_arcs(void)
 	    "source: the final sync's DMA_LOGGING_REPORT of the 512 MiB CXL window / 4-byte read",
 	    "source: the device state is saved / 4-byte read",
 	    "source: the saved state read in one MIG_DATA_READ / 4-byte read",
-	    "destination: the whole state in one MIG_DATA_WRITE, loaded at the next request / "
-	    "4-byte read",
+	    "destination: the state in one MIG_DATA_WRITE (not loaded yet) / 4-byte read",
 	    "destination: RESUMING -> STOP, the load and its result / 4-byte read",
 	    "destination: the device runs / 4-byte read"};
 	const enum mig_arc first[] = {SAVE_STOP_COPY, LOAD_STOP};
