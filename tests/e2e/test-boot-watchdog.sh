@@ -10,7 +10,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$HERE/lib.sh"
-T=$(mktemp -d)
+T=$(mktemp -d /tmp/vcxl-watchdog.XXXXXX)
 trap 'e2e_boot_stop; rm -rf "$T"' EXIT
 n=0
 nfail=0
