@@ -1309,20 +1309,6 @@ static void test_protocol(void)
 	srv_stop(&s, c);
 }
 
-/* Open fds of this process (the server runs in a thread of it) */
-static long open_fds(void)
-{
-	long n = 0;
-	DIR *d = opendir("/proc/self/fd");
-
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 /* A register of the model the stream carries, read through the protocol */
 static uint64_t job_pattern(struct vcxl_client *c)
 {
@@ -1400,7 +1386,7 @@ static void test_preload(void)
 	 * undo), DEVICE_RESET, 200 times; nothing held grows (the server's fds,
 	 * its heap under ASan's leak check) and the state still loads after */
 	{
-		long fds = open_fds(), grew;
+		long fds = count_fds(), grew; /* the server runs in a thread of this process */
 		unsigned fails = 0;
 
 		for (unsigned i = 0; i < 200; i++) {
@@ -1409,13 +1395,43 @@ static void test_preload(void)
 			fails += data_write(c, (const uint8_t *)"x", 1) != 0;
 			fails += vcxl_client_reset(c) != 0;
 		}
-		grew = open_fds() - fds;
+		grew = count_fds() - fds;
 		is(fails, 0, "200 cycles of load, undo and DEVICE_RESET all answered");
 		is(grew, 0, "no fd more in the process after them");
 		is(set_state(c, S_RES) || data_write(c, stream, (uint32_t)len) ||
 		       set_state(c, S_STP),
 		   0, "the state still loads");
 		is(job_pattern(c), pat, "with its register");
+		vcxl_client_reset(c);
+	}
+
+	/* a hostile client keeping the load due: the whole stream, then only DMA
+	 * windows (which do not need the device), 500 maps and unmaps with an fd
+	 * each: every one is answered, no fd stays, and RESUMING -> STOP then
+	 * loads */
+	{
+		int mfd = memfd_create("flood", MFD_CLOEXEC);
+		long fds, grew;
+		unsigned fails = 0;
+
+		ok(mfd >= 0 && ftruncate(mfd, 0x10000) == 0, "a 64 KiB memfd");
+		fds = count_fds();
+		is(set_state(c, S_RES), 0, "RESUMING");
+		is(data_write(c, stream, (uint32_t)len), 0, "the whole stream");
+		for (unsigned i = 0; i < 500; i++) {
+			fails += vcxl_client_dma_map(c, 0x200000, 0x10000,
+						     VFIO_USER_F_DMA_REGION_READ |
+							 VFIO_USER_F_DMA_REGION_WRITE,
+						     mfd, 0, NULL) != 0;
+			fails += vcxl_client_dma_unmap(c, 0x200000, 0x10000, 0) != 0;
+		}
+		grew = count_fds() - fds;
+		is(fails, 0, "500 maps and unmaps after the stream all answered");
+		is(grew, 0, "no fd more in the process after them");
+		is(set_state(c, S_STP), 0, "RESUMING -> STOP: loaded");
+		is(job_pattern(c), pat, "with its register");
+		if (mfd >= 0)
+			close(mfd);
 		vcxl_client_reset(c);
 	}
 
