@@ -250,6 +250,8 @@ void conn_mig_log_write(struct vcxl_conn *c, uint64_t iova, uint64_t len);
 void conn_mig_reset(struct vcxl_conn *c);
 /* After a request's reply went out, before the next is read */
 void conn_mig_after_reply(struct vcxl_conn *c);
+/* Before a request is handled: a load the whole stream made due runs, unless
+ * the request is a DMA window's or more of the stream */
 void conn_mig_before_request(struct vcxl_conn *c, uint16_t cmd);
 /* The kernel's combination-transition rule (shortest path, no saving state
  * inside it): the next state on the way from cur to target. 0, or -EINVAL

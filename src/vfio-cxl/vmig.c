@@ -351,11 +351,12 @@ static int check_decoders(struct vcxl_vdev *v, const uint8_t *st, char *err, siz
 {
 	struct vcxl_hdm *h = &v->comp.hdm;
 	struct vcxl_rf_range hdm = {h->off, CXL_HDM_CAP_SIZE(h->count)};
-	uint8_t *old = malloc(2 * (size_t)hdm.len);
+	uint8_t old[2 * CXL_HDM_CAP_SIZE(CXL_HDM_MAX_DECODERS_DEVICE)];
 	int rc = 0;
 
-	if (!old)
-		return -ENOMEM;
+	if (h->count > CXL_HDM_MAX_DECODERS_DEVICE)
+		return vcxl_mig_fail(err, errlen, "VCOMP: %u decoders, at most %u", h->count,
+				     CXL_HDM_MAX_DECODERS_DEVICE);
 	vcxl_rf_save_range(&v->vcomp, hdm.off, hdm.len, old);
 	vcxl_rf_load_state(&v->vcomp, st, &hdm, 1);
 	for (unsigned i = 0; i < h->count && !rc; i++) {
@@ -379,7 +380,6 @@ static int check_decoders(struct vcxl_vdev *v, const uint8_t *st, char *err, siz
 			    vcxl_hdm_err_str(e));
 	}
 	vcxl_rf_restore_range(&v->vcomp, hdm.off, hdm.len, old);
-	free(old);
 	return rc;
 }
 
