@@ -328,23 +328,30 @@ static bool pow2(uint64_t x)
 /*
  * Once before a migration's downtime (pre-copy's DMA_LOGGING_START on the
  * source, the arc into RESUMING on the destination): a save of the device's
- * state as it is and, where the device has it, that stream's check, both
- * thrown away (neither changes the device); then MIG_WARM_HEAP of heap
- * written and freed (main.c's mallopt keeps freed heap mapped). A server
- * process's first save and load otherwise fault in their code and buffers
- * (some 2 us a page fault on these VMs): make bench's mig_arc_*_first
- * measured 245 and 271 us for them, against 56 and 78 us once warm, and the
- * downtime would pay the difference. Failures do not matter here (a job
- * mid-step: -EBUSY).
+ * state as it is, then that stream checked (source) or loaded back (RESUMING):
+ * neither changes the device (a load of the state it saved leaves it as it
+ * was, and in RESUMING the device's state is the stream's to replace anyway);
+ * then MIG_WARM_HEAP of heap written and freed (main.c's mallopt keeps freed
+ * heap mapped). A server process's first save and load otherwise fault in
+ * their code and buffers (some 2 us a page fault on these VMs): make bench's
+ * mig_arc_*_first measured 245 and 271 us for them, against 56 and 78 us once
+ * warm, and the downtime would pay the difference; with the check alone
+ * warming the destination, its load's commit and apply stayed cold (120 us
+ * against 54). Failures do not matter here (a job mid-step: -EBUSY; a load
+ * refused resets the device, which the stream replaces).
  */
-static void mig_warm(struct vcxl_conn *c)
+static void mig_warm(struct vcxl_conn *c, bool load)
 {
 	struct vcxl_mig_buf b = {.max = (size_t)c->ops->mig_max_size(c->dev)};
 	char err[VCXL_MIG_ERRMSG];
 	void *heap;
 
-	if (!c->ops->mig_save(c->dev, &b) && c->ops->mig_check)
-		c->ops->mig_check(c->dev, b.data, b.len, err, sizeof(err));
+	if (!c->ops->mig_save(c->dev, &b)) {
+		if (load)
+			c->ops->mig_load(c->dev, b.data, b.len, err, sizeof(err));
+		else if (c->ops->mig_check)
+			c->ops->mig_check(c->dev, b.data, b.len, err, sizeof(err));
+	}
 	vcxl_mig_buf_free(&b);
 	if ((heap = malloc(MIG_WARM_HEAP))) {
 		explicit_bzero(heap, MIG_WARM_HEAP); /* a store the compiler keeps */
@@ -431,7 +438,7 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 	dev_dirty(c, true);
 	vcxl_log(VCXL_LOG_INFO, "%s: migration: DMA logging started: %u ranges, %llu-byte pages",
 		 conn_name(c), n, (unsigned long long)ps);
-	mig_warm(c);
+	mig_warm(c, false);
 	/* the reply is the request, with the page size the device picked */
 	ctl.page_size = ps;
 	if (!(r->heap = malloc(m->len)))
@@ -771,7 +778,7 @@ static int mig_step(struct vcxl_conn *c, uint32_t to)
 		drop_streams(c);
 		c->st.mig.bytes_received = 0;
 		c->st.mig.state_bytes = 0;
-		mig_warm(c);
+		mig_warm(c, true);
 		/* MIG_DATA_WRITE's first buffer, faulted in now, not in the downtime */
 		if ((c->mig.in = malloc(MIG_IN_FIRST))) {
 			memset(c->mig.in, 0, MIG_IN_FIRST);

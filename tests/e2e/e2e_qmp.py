@@ -13,7 +13,13 @@ migrate-block.py, e2e-migrate's migrate.py, make bench's scripts/bench-migrate.p
                           flipped (a stream damaged on its way to the destination server);
                           mode "refusewrite": the first MIG_DATA_WRITE answered EIO and not
                           passed on (a server that refuses a write: vmm/qemu 0023 sends it
-                          without waiting and must still fail the load)
+                          without waiting and must still fail the load);
+                          mode "refuserun": the first DEVICE_FEATURE setting the migration
+                          state RUNNING answered EIO and not passed on (a device that
+                          refuses to run at the VM's start: vmm/qemu 0034 sends it without
+                          waiting, then reports it and resets the device);
+                          mode "refusestopcopy": the same for the first change into
+                          STOP_COPY (a source device that refuses to stop for its save)
   server_start(argv, log, timeout)  vcxl-server started as a service manager does
                           (tests/e2e/lib.sh e2e_server_start): $NOTIFY_SOCKET, returns once it
                           sent READY=1; (Popen, None) or (Popen or None, why)
@@ -99,6 +105,13 @@ class Relay:
     HDR = struct.Struct("<HHIII")  # id, command, size (with the header), flags, error
     NO_MIGRATION = (16, 17, 18)  # DEVICE_FEATURE, MIG_DATA_READ, MIG_DATA_WRITE
     MIG_DATA_WRITE = 18
+    DEVICE_FEATURE = 16
+    # VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_MIG_DEVICE_STATE, then device_state
+    # VFIO_DEVICE_STATE_RUNNING (<linux/vfio.h>), after argsz
+    SET_MIG_STATE = (1 << 17) | 2
+    STATE_RUNNING = 2
+    STATE_STOP_COPY = 3
+    REFUSED_STATE = {"refuserun": STATE_RUNNING, "refusestopcopy": STATE_STOP_COPY}
     ENOSYS = 38
     EIO = 5
     CORRUPT_AT = 200  # a byte of the stream past its 128-byte header: a section's CRC fails
@@ -161,6 +174,14 @@ class Relay:
                     continue
                 if (self.mode == "refusewrite" and request and cmd == self.MIG_DATA_WRITE and
                         not self.refused):
+                    self.refused += 1
+                    with lock:
+                        src.sendall(self.HDR.pack(mid, cmd, 16, 0x1 | 0x20, self.EIO))
+                    continue
+                if (self.mode in self.REFUSED_STATE and request and
+                        cmd == self.DEVICE_FEATURE and not self.refused and
+                        size >= 16 + 12 and struct.unpack_from("<II", msg, 20) ==
+                        (self.SET_MIG_STATE, self.REFUSED_STATE[self.mode])):
                     self.refused += 1
                     with lock:
                         src.sendall(self.HDR.pack(mid, cmd, 16, 0x1 | 0x20, self.EIO))

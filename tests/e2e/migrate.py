@@ -14,8 +14,10 @@ Order: the non-migratable control (its own VM without a guest); then, once the g
 MIG-READY: migrate_cancel, a destination with another --mem-size, a corrupt stream (each
 with a destination of its own; the guest verifies on the source after each), the live
 migration (repeated until the source device was found with a job in flight when the VM
-stopped), the guest's and the host's verification on the destination, a save to a file and
-a restore on a fresh server and QEMU, verified again, and the guest's FINAL.
+stopped), the guest's and the host's verification on the destination, a save to a file, a
+restore of it behind a relay refusing the device's STOP -> RUNNING, a restore on a fresh
+server and QEMU (behind a relay refusing STOP_COPY), verified again, the guest's FINAL, then
+a save of that VM the relay refuses, and the guest's power-off.
 """
 import json
 import os
@@ -205,6 +207,12 @@ class VM:
         with open(self.server_log, errors="replace") as f:
             return [line.strip() for line in f if what in line]
 
+    def log_after(self, mark, what):
+        """the server's lines with what after its first line with mark"""
+        lines = self.log_has("")
+        at = next((i for i, ln in enumerate(lines) if mark in ln), len(lines))
+        return [ln for ln in lines[at + 1:] if what in ln]
+
 
 def find_dev(q):
     """query-pci's entry of vcxl0"""
@@ -337,9 +345,11 @@ def run_migration(src, uri, at_switchover=None, dst=None, secs=180):
     return st
 
 
-def guest_verify(vm, tag, inflight=None, final=False, host=True, resume=True):
+def guest_verify(vm, tag, inflight=None, final=False, host=True, resume=True,
+                 before_quit=None):
     """the guest's VERIFY (or FINAL) on vm; then its HOSTCHECK lines through vm's server
-    (the guest's threads stopped meanwhile); then RESUME, unless final or not resume"""
+    (the guest's threads stopped meanwhile); then RESUME, unless final or not resume;
+    before_quit(vm) runs after FINAL's checks, before the guest is told to power off"""
     cmd = ("FINAL " if final else "VERIFY ") + tag
     if inflight is not None:
         cmd += " inflight=%#x" % inflight
@@ -370,6 +380,8 @@ def guest_verify(vm, tag, inflight=None, final=False, host=True, resume=True):
     ok = res(len(checks) >= 4, "%s: the host checked %d ranges of device memory" % (
         tag, len(checks)))
     if final:
+        if before_quit:
+            before_quit(vm)
         vm.command("QUIT")
     elif resume:
         vm.command("RESUME")
@@ -679,11 +691,12 @@ def save_restore(dst):
                     "bytes": size}
     rc = dst.stop()
     note("save: %.1f s; QEMU quit, its server stopped (status %s)" % (time.monotonic() - t, rc))
+    restore_refused_run(state)
     new = VM("restore")
     why = new.start_server()
     if why:
         return res(False, "restore: a fresh vcxl-server: %s" % why)
-    why = new.start_qemu("file:" + state)
+    why = new.start_qemu("file:" + state, relay="refusestopcopy")
     if why:
         return res(False, "restore: QEMU -incoming file: %s" % why)
     s = wait_until(lambda: new.status() == "running" and "running", 60)
@@ -694,12 +707,66 @@ def save_restore(dst):
         loaded[-1] if loaded else "no load line"))
     new.connect_tty()
     guest_verify(new, tag, inflight=job["pattern"] if job and job["busy"] else None,
-                 final=True)
+                 final=True, before_quit=save_refused_stop_copy)
     rc = new.exited(60)
     res(rc == 0, "restore: the guest powered off, QEMU exited (%s)" % rc)
     new.q = None
     new.stop()
     return True
+
+
+def save_refused_stop_copy(vm):
+    """vm (its guest done) saved to a file behind a relay refusing the device's change into
+    STOP_COPY at the VM's stop (vmm/qemu 0034 sends it without waiting when the first
+    MIG_DATA_READ goes with it): the save fails, QEMU says so and resets the device, the VM
+    runs on"""
+    tag = "save, STOP_COPY refused"
+    resets = len(vm.log_has("device reset"))
+    perrs = len(vm.log_has("protocol error"))
+    st = run_migration(vm, "file:" + os.path.join(TMP, "vm-refused.state"))
+    s = wait_until(lambda: vm.status() == "running" and "running", 20)
+    said = [ln for ln in vm.console.text().splitlines()
+            if "refused to enter STOP_COPY" in ln or "Resetting device" in ln]
+    reset = wait_until(lambda: vm.log_has("device reset")[resets:], 20)
+    m = (vm.server_status().get("migration") or {}) if reset else {}
+    # the server never saw the change: at most the read QEMU sent with it finds the device
+    # running (run-e2e-migrate.sh allows that protocol error for this server)
+    perr = vm.log_has("protocol error")[perrs:]
+    res(st.get("status") == "failed" and s == "running" and vm.relay.refused == 1 and said and
+        reset and m.get("state") == "running" and len(perr) <= 1 and
+        all("MIG_DATA_READ" in ln and "nothing to read" in ln for ln in perr),
+        "%s: the save fails (%s: %s), the VM runs on (%s), QEMU reports the refusal (%s), "
+        "the device was reset (%s) and runs (server: %s); the server's protocol errors: %s" % (
+            tag, st.get("status"), st.get("error-desc", "")[:120], vm.status(),
+            said[0][:160] if said else "no line", reset[-1][:100] if reset else "no reset",
+            m.get("state"), [ln[-90:] for ln in perr]), vm.console.text()[-1500:])
+
+
+def restore_refused_run(state):
+    """the saved VM restored behind a relay refusing the device's STOP -> RUNNING at the
+    VM's start (vmm/qemu 0034 sends it without waiting): QEMU says so, resets the device,
+    and the VM runs with the device running (its state lost to the reset, as QEMU does
+    when a device refuses RUNNING at the start)"""
+    tag = "restore, RUNNING refused"
+    vm = VM("restore-refuserun")
+    why = vm.start_server() or vm.start_qemu("file:" + state, relay="refuserun")
+    if why:
+        res(False, "%s: a fresh server and QEMU -incoming file: (%s)" % (tag, why))
+        vm.stop()
+        return
+    s = wait_until(lambda: vm.status() == "running" and "running", 60)
+    said = wait_until(lambda: [ln for ln in vm.console.text().splitlines()
+                               if "refused to enter RUNNING" in ln], 20)
+    # the reset after the load (QEMU's realize resets the device before it too)
+    reset = wait_until(lambda: vm.log_after("migration: device state of", "device reset"), 20)
+    m = (vm.server_status().get("migration") or {}) if reset else {}
+    res(s == "running" and vm.relay.refused == 1 and said and reset and
+        m.get("state") == "running",
+        "%s: the VM runs (%s), QEMU reports the refusal (%s), the device was reset (%s) and "
+        "runs (server: %s)" % (tag, vm.status(), said[0][:160] if said else "no line",
+                               reset[-1][:100] if reset else "no reset",
+                               m.get("state")), vm.console.text()[-1500:])
+    vm.stop()
 
 
 def main():
