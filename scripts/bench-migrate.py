@@ -28,6 +28,12 @@ QEMU may switch over in the middle of its first pass over RAM when the rest fits
 at the measured bandwidth, and the VM with the device has ~200 MB more memory in use (the
 CXL memory the guest wrote) than the VM without it, so that figure measures how much memory
 is in use, not the device. It is printed too (RUNS migrations each, "default limit").
+
+QEMU's downtime figure (query-migrate) is the difference of two millisecond clock readings,
+taken where it traces the checkpoints src-downtime-start and src-downtime-end: at 3-4 ms
+its quantisation alone (up to 1 ms either way) moves the ratio between 1.0 and 1.33. The
+same interval from those two checkpoints' microsecond timestamps (downtime_us) is what the
+goal is judged on; QEMU's whole milliseconds are printed beside it.
 """
 import json
 import os
@@ -190,6 +196,8 @@ def migrate_once(src, template, with_server, downtime_limit):
         for key, a, b in zip(("ph_stop_us", "ph_iterable_us", "ph_non_iterable_us",
                               "ph_destination_us"), marks, marks[1:]):
             fig[key] = (cp[b] - cp[a]) % (3600 * 10 ** 6)
+        # the interval of QEMU's downtime figure, in microseconds
+        fig["downtime_us"] = (cp[marks[-1]] - cp[marks[0]]) % (3600 * 10 ** 6)
     for side, vm in (("src", src), ("dst", dst)):
         fig["rss_%s_qemu" % side] = rss_kib(vm.qemu.pid).get("VmRSS", 0)
         fig["rss_%s_server" % side] = rss_kib(vm.server.pid).get("VmRSS", 0) if vm.server else 0
@@ -345,12 +353,19 @@ def main():
             desc="the VM without the device, downtime-limit %d ms, median of %d"
             % (DL_TIGHT, RUNS_DOWNTIME))
         v = med(idle, key)
-        goal = met = None
-        if what == "downtime":
-            goal, met = "<= %.2fx" % DOWNTIME_GOAL, v <= DOWNTIME_GOAL * base
         row("migrate_%s_vcxl_idle" % what, v, unit, v / base if base else None,
-            "with an idle vcxl device / without it, downtime-limit %d ms" % DL_TIGHT, goal,
-            met)
+            "with an idle vcxl device / without it, downtime-limit %d ms%s" % (
+                DL_TIGHT, "; QEMU's whole milliseconds (two ms clock readings: up to 1 ms "
+                "off either way)" if what == "downtime" else ""))
+        if what == "downtime" and med(nodev, "downtime_us") and med(idle, "downtime_us"):
+            b_us, v_us = med(nodev, "downtime_us"), med(idle, "downtime_us")
+            row("migrate_downtime_us_nodev", int(b_us), "us",
+                desc="the same interval from QEMU's checkpoints src-downtime-start and "
+                "src-downtime-end (microseconds), the VM without the device, median of %d"
+                % RUNS_DOWNTIME)
+            row("migrate_downtime_us_vcxl_idle", int(v_us), "us", v_us / b_us,
+                "with an idle vcxl device / without it, the same interval in microseconds",
+                "<= %.2fx" % DOWNTIME_GOAL, v_us <= DOWNTIME_GOAL * b_us)
         if what == "downtime":
             device_part("idle", idle)
             phase_rows("", nodev, idle, "source checkpoints, medians: stop %.1f, iterable "
