@@ -340,13 +340,24 @@ static bool pow2(uint64_t x)
  * against 54). Failures do not matter here (a job mid-step: -EBUSY; a load
  * refused resets the device, which the stream replaces).
  */
+/* Pages of device memory the device wrote that the stream would carry (its
+ * DEVMEM section); an error counts as some. */
+static bool dev_pages_pending(const struct vcxl_conn *c)
+{
+	return c->mig.dev_dirty && c->ops->mig_dirty_pending &&
+	       c->ops->mig_dirty_pending(c->dev) != 0;
+}
+
+/* No save when the state would carry device memory pages (up to
+ * VCXL_MIG_DEVMEM_MAX): copying them out and back would hold the loop, and
+ * every other device's client, for the sake of a warm start. */
 static void mig_warm(struct vcxl_conn *c, bool load)
 {
 	struct vcxl_mig_buf b = {.max = (size_t)c->ops->mig_max_size(c->dev)};
 	char err[VCXL_MIG_ERRMSG];
 	void *heap;
 
-	if (!c->ops->mig_save(c->dev, &b)) {
+	if (!dev_pages_pending(c) && !c->ops->mig_save(c->dev, &b)) {
 		if (load)
 			c->ops->mig_load(c->dev, b.data, b.len, err, sizeof(err));
 		else if (c->ops->mig_check)
@@ -696,8 +707,7 @@ static bool dirty_pending(const struct vcxl_conn *c)
 {
 	if (c->mig.logging && dirty_pages(c, 1, NULL, NULL, NULL))
 		return true;
-	return c->mig.dev_dirty && c->ops->mig_dirty_pending &&
-	       c->ops->mig_dirty_pending(c->dev) != 0;
+	return dev_pages_pending(c);
 }
 
 /*
