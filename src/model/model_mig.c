@@ -131,7 +131,18 @@ int model_mig_dirty_get(void *dev, uint64_t dpa, uint64_t len, uint64_t *bitmap)
 	if ((dpa | len) % VCXL_MIG_PAGE || dpa > m->mem_size || len > m->mem_size - dpa)
 		return -EINVAL;
 	memset(bitmap, 0, (n + 63) / 64 * sizeof(uint64_t));
-	for (uint64_t i = 0; m->dirty && i < n; i++) {
+	if (!m->dirty)
+		return 0;
+	if (dpa / VCXL_MIG_PAGE % 64 == 0) {
+		/* word-aligned: the tracking bitmap's words as they are, the last
+		 * one cut to the range */
+		memcpy(bitmap, m->dirty + dpa / VCXL_MIG_PAGE / 64, n / 64 * sizeof(uint64_t));
+		if (n % 64)
+			bitmap[n / 64] =
+			    m->dirty[(dpa / VCXL_MIG_PAGE + n) / 64] & ((1ull << (n % 64)) - 1);
+		return 0;
+	}
+	for (uint64_t i = 0; i < n; i++) {
 		uint64_t p = dpa / VCXL_MIG_PAGE + i;
 		if (p % 64 == 0 && n - i >= 64 && !m->dirty[p / 64]) {
 			i += 63; /* a word of clean pages */

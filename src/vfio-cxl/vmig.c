@@ -182,8 +182,15 @@ static void save_devmem(struct vcxl_vdev *v, struct vcxl_mig_buf *b)
 		b->err = b->err ? b->err : rc;
 		return;
 	}
+	/* most words are clean: no popcount call for them (the baseline x86-64
+	 * ISA has no popcnt: libgcc's loop) */
 	for (uint64_t w = 0; map && w < (n + 63) / 64; w++)
-		count += (uint64_t)__builtin_popcountll(map[w]);
+		if (map[w])
+			count += (uint64_t)__builtin_popcountll(map[w]);
+	if (!count) { /* none: the lists below would only walk the map */
+		free(map);
+		map = NULL;
+	}
 	if (count * VCXL_MIG_PAGE > VCXL_MIG_DEVMEM_MAX) {
 		b->err = b->err ? b->err : -EFBIG;
 		free(map);

@@ -14,6 +14,7 @@
 #include "tap.h"
 #include "cxl/cxl_spec.h"
 #include "model/model.h"
+#include "../../src/model/accel.h"
 
 #define G256 VCXL_SZ_256M
 
@@ -678,6 +679,44 @@ static void test_remove(void)
 	vcxl_model_destroy(m);
 }
 
+/* The pages the device wrote, read back over any range: a range whose first
+ * page starts a bitmap word (the word-copy path) and one that does not (page
+ * by page) give the same bits, none past the range's end. */
+static void test_dirty_get(void)
+{
+	struct vcxl_model_cfg c = {.mem_size = G256};
+	struct vcxl_model *m = mk(&c);
+	const uint64_t pg = 4096, marked[] = {0, 63, 64, 100, 127, 128, 170, 200, 65535};
+	uint64_t bm[4], want[4];
+	bool same = true;
+
+	is(be->ops->mig_dirty(be->dev, true), 0, "tracking on");
+	for (unsigned i = 0; i < sizeof(marked) / sizeof(marked[0]); i++)
+		model_mig_mark(m, marked[i] * pg, 1);
+	/* [first, first + n) pages; first 0 and 64: whole words, 1 and 70: not */
+	static const uint64_t first[] = {0, 64, 1, 70, 65472}, npg[] = {256, 100, 200, 130, 64};
+	for (unsigned k = 0; k < sizeof(first) / sizeof(first[0]); k++) {
+		memset(bm, 0xa5, sizeof(bm));
+		memset(want, 0, sizeof(want));
+		for (unsigned i = 0; i < sizeof(marked) / sizeof(marked[0]); i++)
+			if (marked[i] >= first[k] && marked[i] < first[k] + npg[k])
+				want[(marked[i] - first[k]) / 64] |=
+				    1ull << ((marked[i] - first[k]) % 64);
+		if (be->ops->mig_dirty_get(be->dev, first[k] * pg, npg[k] * pg, bm) ||
+		    memcmp(bm, want, (npg[k] + 63) / 64 * 8)) {
+			diag("pages %llu+%llu: %016llx %016llx %016llx %016llx",
+			     (unsigned long long)first[k], (unsigned long long)npg[k],
+			     (unsigned long long)bm[0], (unsigned long long)bm[1],
+			     (unsigned long long)bm[2], (unsigned long long)bm[3]);
+			same = false;
+		}
+	}
+	ok(same, "the written pages' bits over aligned and unaligned ranges, none past the end");
+	is(be->ops->mig_dirty_get(be->dev, pg, G256, bm), -EINVAL,
+	   "a range past the memory: EINVAL");
+	vcxl_model_destroy(m);
+}
+
 int main(void)
 {
 	test_identity();
@@ -691,5 +730,6 @@ int main(void)
 	test_engine();
 	test_engine_steps();
 	test_remove();
+	test_dirty_get();
 	return done();
 }
