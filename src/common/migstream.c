@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <zlib.h>
 
 #include "common/migstream.h"
@@ -62,7 +63,8 @@ static size_t buf_max(const struct vcxl_mig_buf *b)
 	return b->max ? b->max : (size_t)(VCXL_MIG_STATE_MAX + VCXL_MIG_DEVMEM_MAX);
 }
 
-uint8_t *vcxl_mig_reserve(struct vcxl_mig_buf *b, size_t n)
+/* n more bytes at the end, not cleared (NULL while counting or on error) */
+static uint8_t *buf_grow(struct vcxl_mig_buf *b, size_t n)
 {
 	uint8_t *p;
 
@@ -89,8 +91,16 @@ uint8_t *vcxl_mig_reserve(struct vcxl_mig_buf *b, size_t n)
 		b->cap = cap;
 	}
 	p = b->data + b->len;
-	memset(p, 0, n);
 	b->len += n;
+	return p;
+}
+
+uint8_t *vcxl_mig_reserve(struct vcxl_mig_buf *b, size_t n)
+{
+	uint8_t *p = buf_grow(b, n);
+
+	if (p)
+		memset(p, 0, n);
 	return p;
 }
 
@@ -192,15 +202,12 @@ static size_t zr_zeros(const uint8_t *p, size_t i, size_t n)
 	return j - i;
 }
 
-/* Code raw[0, n) into out (room for n bytes); its coded length, or 0 when
- * that saves less than a quarter (the section then stays as it is). */
-static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
+/* The records of raw[0, n) appended at out + *o: false when they would pass
+ * limit bytes of out. */
+static bool zr_code_into(const uint8_t *raw, size_t n, uint8_t *out, size_t *op, size_t limit)
 {
-	size_t i = 0, o = VCXL_MIG_ZR_HDR_LEN, limit = n - n / 4;
+	size_t i = 0, o = *op;
 
-	if (n > VCXL_MIG_ZR_MAX || n < 2 * ZR_MIN_RUN)
-		return 0;
-	vcxl_mig_wr64(out, n);
 	while (i < n) {
 		size_t z = zr_zeros(raw, i, n), lit = i + z, end;
 
@@ -220,14 +227,34 @@ static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
 			end = zb ? (size_t)(zb - raw) : n;
 		}
 		if (o + VCXL_MIG_ZR_REC_LEN + (end - lit) > limit)
-			return 0;
+			return false;
 		vcxl_mig_wr32(out + o, (uint32_t)z);
 		vcxl_mig_wr32(out + o + 4, (uint32_t)(end - lit));
 		memcpy(out + o + VCXL_MIG_ZR_REC_LEN, raw + lit, end - lit);
 		o += VCXL_MIG_ZR_REC_LEN + (end - lit);
 		i = end;
 	}
-	return o;
+	*op = o;
+	return true;
+}
+
+/* Whether n bytes are worth coding, and the most their coding may take */
+static bool zr_worth(size_t n, size_t *limit)
+{
+	*limit = n - n / 4;
+	return n <= VCXL_MIG_ZR_MAX && n >= 2 * ZR_MIN_RUN;
+}
+
+/* Code raw[0, n) into out (room for n bytes); its coded length, or 0 when
+ * that saves less than a quarter (the section then stays as it is). */
+static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
+{
+	size_t o = VCXL_MIG_ZR_HDR_LEN, limit;
+
+	if (!zr_worth(n, &limit))
+		return 0;
+	vcxl_mig_wr64(out, n);
+	return zr_code_into(raw, n, out, &o, limit) ? o : 0;
 }
 
 /* Replace the open section's payload by its coding when that pays. */
@@ -300,11 +327,11 @@ bad:
 			     (unsigned long long)i);
 }
 
-int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
+static int sec_close(struct vcxl_mig_buf *b, bool code)
 {
 	size_t plen, pad;
 
-	if (!b->err && !b->count_only)
+	if (code && !b->err && !b->count_only)
 		zr_section(b);
 	plen = b->len - b->sec_at - VCXL_MIG_SEC_HDR_LEN;
 	pad = (VCXL_MIG_ALIGN - plen % VCXL_MIG_ALIGN) % VCXL_MIG_ALIGN;
@@ -319,6 +346,47 @@ int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
 	vcxl_mig_wr64(h + S_LEN, plen);
 	vcxl_mig_wr32(h + S_CRC, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
 	return 0;
+}
+
+int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
+{
+	return sec_close(b, true);
+}
+
+int vcxl_mig_put_section(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags,
+			 const struct iovec *parts, unsigned nparts)
+{
+	size_t total = 0, limit, at, o = VCXL_MIG_ZR_HDR_LEN;
+	uint8_t *out;
+	bool coded = true;
+
+	for (unsigned i = 0; i < nparts; i++) {
+		if (total + parts[i].iov_len < total)
+			return b->err = b->err ? b->err : -EFBIG;
+		total += parts[i].iov_len;
+	}
+	if (vcxl_mig_sec_begin(b, type, flags))
+		return b->err;
+	if (!b->count_only && zr_worth(total, &limit)) {
+		at = b->len;
+		/* not cleared: what the coding leaves of it is given back */
+		if (!(out = buf_grow(b, limit)))
+			return b->err;
+		vcxl_mig_wr64(out, total);
+		for (unsigned i = 0; i < nparts && coded; i++)
+			coded = zr_code_into(parts[i].iov_base, parts[i].iov_len, out, &o, limit);
+		b->len = at + (coded ? o : 0);
+		if (coded) {
+			uint8_t *h = b->data + b->sec_at;
+
+			vcxl_mig_wr32(h + S_FLAGS,
+				      vcxl_mig_rd32(h + S_FLAGS) | VCXL_MIG_SEC_ZERO_RUNS);
+			return sec_close(b, false);
+		}
+	}
+	for (unsigned i = 0; i < nparts; i++)
+		vcxl_mig_put(b, parts[i].iov_base, parts[i].iov_len);
+	return sec_close(b, false); /* coding did not pay: no second try */
 }
 
 int vcxl_mig_finish(struct vcxl_mig_buf *b)

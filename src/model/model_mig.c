@@ -175,13 +175,10 @@ int model_mig_dirty_clear(void *dev, uint64_t dpa, uint64_t len, const uint64_t 
 
 static int save_rf(struct vcxl_mig_buf *b, uint32_t type, const struct vcxl_regfile *rf)
 {
-	uint8_t *p;
+	struct iovec iov[2];
 
-	vcxl_mig_sec_begin(b, type, 0);
-	p = vcxl_mig_reserve(b, vcxl_rf_state_len(rf));
-	if (p)
-		vcxl_rf_save(rf, p);
-	return vcxl_mig_sec_end(b);
+	vcxl_rf_state_iov(rf, iov);
+	return vcxl_mig_put_section(b, type, 0, iov, 2);
 }
 
 static void save_job(struct vcxl_model *m, struct vcxl_mig_buf *b)

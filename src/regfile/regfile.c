@@ -594,6 +594,12 @@ void vcxl_rf_save(const struct vcxl_regfile *rf, uint8_t *out)
 	memcpy(out + rf->size, rf->rwo_armed, rf->size);
 }
 
+void vcxl_rf_state_iov(const struct vcxl_regfile *rf, struct iovec iov[2])
+{
+	iov[0] = (struct iovec){.iov_base = rf->val, .iov_len = rf->size};
+	iov[1] = (struct iovec){.iov_base = rf->rwo_armed, .iov_len = rf->size};
+}
+
 /* Bytes rf_block_unchanged() looks at in one go */
 #define RF_BLOCK 64u
 

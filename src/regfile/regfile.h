@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define VCXL_RF_MAX_HOOKS	 255
 #define VCXL_RF_MAX_GROUPS	 255
@@ -190,6 +191,9 @@ static inline size_t vcxl_rf_state_len(const struct vcxl_regfile *rf)
 	return 2 * (size_t)rf->size;
 }
 void vcxl_rf_save(const struct vcxl_regfile *rf, uint8_t *out);
+/* The same state as two pieces in place (values, then armed bits), for a
+ * writer that copies them itself (vcxl_mig_put_section) */
+void vcxl_rf_state_iov(const struct vcxl_regfile *rf, struct iovec iov[2]);
 /* Check a saved state against this file's layout, for the bytes of the take
  * ranges (ntake 0: the whole file): reserved bits 0, armed RWO bits among the
  * RWO bits, and every read-only bit equal to this file's, except in the live
