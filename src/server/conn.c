@@ -98,9 +98,12 @@ static void conn_co_main(void *opaque)
 	struct vcxl_msg *m = c->co_msg;
 
 	c->co_msg = NULL;
-	if (m)
+	if (m) {
+		c->co_req = m;
+		c->co_req_acked = false;
 		conn_handle_request(c, m);
-	else if (c->closing)
+		c->co_req = NULL;
+	} else if (c->closing)
 		c->ops->client_gone(c->dev);
 	else
 		c->poll_ret = c->ops->poll(c->dev);
@@ -112,10 +115,28 @@ static void conn_co_resume(struct vcxl_conn *c)
 	c->co_busy = !coro_resume(c->co);
 }
 
+/* A REGION_WRITE's reply before its device work waits for the client (its
+ * payload: the access, as handle_region_write() answers; the write itself is
+ * done: what waits is what it started, a job's DMA) */
+static void conn_ack_early(struct vcxl_conn *c)
+{
+	const struct vcxl_msg *m = c->co_req;
+	struct reply r = {.fd = -1};
+
+	if (!m || c->co_req_acked || m->hdr.command != VFIO_USER_REGION_WRITE ||
+	    (m->hdr.flags & VFIO_USER_F_NO_REPLY) ||
+	    m->len < sizeof(struct vfio_user_region_access))
+		return;
+	reply_payload(&r, m->data, sizeof(struct vfio_user_region_access));
+	conn_send_reply(c, m, &r);
+	c->co_req_acked = true;
+}
+
 struct vcxl_msg *conn_dma_wait(struct vcxl_conn *c)
 {
 	struct vcxl_msg *m;
 
+	conn_ack_early(c);
 	c->dma_reply = NULL;
 	c->dma_err = 0;
 	c->dma_deadline = now_ms() + c->cfg.dma_timeout_ms;
@@ -241,6 +262,14 @@ static void conn_dispatch(struct vcxl_conn *c, struct vcxl_msg *m)
 		proto_err(c, m, "reply to no outstanding request");
 		c->st.proto_errors++;
 		conn_msg_free(m);
+		return;
+	}
+	if (c->co_busy && c->wait == WAIT_DMA && !c->q_head &&
+	    m->hdr.command == VFIO_USER_REGION_READ) {
+		/* a read while the device waits for this client's DMA: answered now
+		 * (nothing is queued before it), or a client that waits for it with
+		 * the DMA's server unable to run would wait for the DMA timeout */
+		conn_handle_request(c, m);
 		return;
 	}
 	if (c->co_busy) {

@@ -5,6 +5,8 @@
  *   conn.c      lifecycle and the entry points the event loop calls
  *               (vcxl_conn_*), message dispatch: handlers on the coroutine
  *               (coro.c) when they may wait, requests queued meanwhile
+ *               (a REGION_READ during a DMA wait answered at once, the
+ *               REGION_WRITE that started the work acknowledged before it)
  *   framing.c   messages <-> the byte stream: reassembly from the read-ahead
  *               buffer, fds, header checks, the output queue, replies
  *   protocol.c  per-command validation and dispatch: VERSION, DMA_MAP/UNMAP,
@@ -148,7 +150,14 @@ struct vcxl_conn {
 	 * further requests are queued and the loop serves everyone else. */
 	struct coro *co;
 	struct vcxl_msg *co_msg; /* the request it handles (NULL: poll or client_gone) */
-	int poll_ret;		 /* what that poll returned */
+	/* The request the coroutine is handling, and whether its reply went
+	 * early: a REGION_WRITE whose device work waits for the client's DMA
+	 * (conn_dma_wait) is acknowledged first, or the client, waiting for that
+	 * reply, could not serve the DMA (QEMU serves it from the loop its
+	 * waiting thread holds) */
+	const struct vcxl_msg *co_req;
+	bool co_req_acked;
+	int poll_ret; /* what that poll returned */
 	bool co_busy;
 	enum conn_wait wait; /* what the suspended coroutine waits for */
 	/* run_blocking's worker thread (WAIT_BLOCKING) */

@@ -755,8 +755,13 @@ void conn_handle_request(struct vcxl_conn *c, struct vcxl_msg *m)
 	}
 	if (r.err)
 		c->st.proto_errors++;
-	if (!no_reply)
+	if (c->co_req == m && c->co_req_acked) {
+		if (r.err) /* the write was acknowledged before what it started failed */
+			vcxl_log(VCXL_LOG_WARN, "%s: REGION_WRITE id %u acknowledged, then: %s",
+				 conn_name(c), m->hdr.msg_id, strerror(r.err));
+	} else if (!no_reply) {
 		conn_send_reply(c, m, &r);
+	}
 	free(r.heap);
 	conn_msg_free(m); /* closes any fd a handler did not take */
 	conn_mig_after_reply(c);

@@ -13,20 +13,28 @@ driver (no guest), shared by tests/e2e/switch-doe.py, switch-fw.py and migrate-s
                           register BARs (RP_BAR, USP_BAR, DSP_BAR) as firmware sets them
   find_ext_cap(qt, bdf, id), find_cm_cap(qt, bar, id)
                           a PCIe extended capability / a CXL.cachemem capability
-  qemu_start(qemu, tmp, logdir, name, args, qtest_log, procs)
+  qemu_start(qemu, tmp, logdir, name, args, qtest_log, procs, ram_fd)
                           QEMU -accel qtest with a QMP socket: (Popen, QTest, QMP); the
-                          Popen also appended to the list procs (if given) once started
+                          Popen also appended to the list procs (if given) once started;
+                          guest RAM a shared memfd, or with ram_fd=False anonymous memory
+                          (no fd: the server reaches it by DMA_READ/DMA_WRITE messages)
   SWITCH                  the pxb-cxl -> cxl-rp -> cxl-upstream -> cxl-downstream arguments
   CDAT_HDR1               a CDAT table access data object's first dword (DOE)
+  tap_main(t, run, prefix, procs, errors)
+                          run(tmp) in a fresh temporary directory: an exception in errors a
+                          failed point, then procs stopped and the directory removed; the
+                          exit code
 """
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_qmp import qmp  # noqa: E402 (the e2e library)
+from e2e_qmp import proc_stop, qmp  # noqa: E402 (the e2e library)
 
 ECAM = 0xB0000000  # q35's PCIEXBAR, as SeaBIOS places it
 CM = 0x1000  # CXL.cachemem registers in the component register block (CXL r3.1 8.2.3)
@@ -171,13 +179,14 @@ def find_cm_cap(qt, bar, cap_id):
     return None
 
 
-def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True, procs=None):
+def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True, procs=None, ram_fd=True):
     qtp, qmpp = os.path.join(tmp, f"{name}.qtest"), os.path.join(tmp, f"{name}.qmp")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(qtp)
     listener.listen(1)
     argv = [qemu, "-nodefaults", "-accel", "qtest", "-qtest", f"unix:{qtp}",
-            "-object", "memory-backend-memfd,id=ram0,size=256M,share=on", "-m", "256M",
+            "-object", ("memory-backend-memfd,id=ram0,size=256M,share=on" if ram_fd
+                        else "memory-backend-ram,id=ram0,size=256M"), "-m", "256M",
             "-display", "none", "-monitor", "none", "-serial", "none", "-nic", "none",
             "-qmp", f"unix:{qmpp},server=on,wait=off"] + args
     argv[6:6] = ["-qtest-log",
@@ -198,3 +207,18 @@ def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True, procs=None):
             raise RuntimeError(f"{name} QEMU did not start")
         time.sleep(0.05)
     return p, qt, qmp(qmpp)
+
+
+def tap_main(t, run, prefix, procs=(), errors=(OSError, RuntimeError, ValueError)):
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    t0 = time.monotonic()
+    try:
+        run(tmp)
+    except errors as e:
+        t.ok(False, "the test ran to its end", repr(e))
+    finally:
+        for p in reversed(procs):
+            proc_stop(p)
+        shutil.rmtree(tmp, ignore_errors=True)
+    t.note(f"{time.monotonic() - t0:.1f} s")
+    return t.end()

@@ -22,16 +22,14 @@ Seconds, not minutes: no guest boots. Logs in LOGDIR: src.*, dst.*, srv-*.log.
 """
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_qmp import proc_stop, server_start  # noqa: E402 (the e2e library)
+from e2e_qmp import server_start  # noqa: E402 (the e2e library)
 from e2e_qtest import (CDAT_HDR1, CM, DEV, DSP, DSP_BAR, RP, RP_BAR, SWITCH,  # noqa: E402
                        USP, USP_BAR, Tap, cfg, find_cm_cap, find_ext_cap, qemu_start,
-                       switch_on)
+                       switch_on, tap_main)
 
 QEMU, SERVER, LOGDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 HDM_BASE, HDM_SIZE = 0x2_0000_0000, 256 << 20  # the decoder's range (nothing checks it)
@@ -176,18 +174,7 @@ def run(tmp):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="vcxl-migswitch.")
-    t0 = time.monotonic()
-    try:
-        run(tmp)
-    except (OSError, RuntimeError, ValueError) as e:
-        t.ok(False, "the test ran to its end", repr(e))
-    finally:
-        for p in reversed(procs):
-            proc_stop(p)
-        shutil.rmtree(tmp, ignore_errors=True)
-    t.note(f"{time.monotonic() - t0:.1f} s")
-    return t.end()
+    return tap_main(t, run, "vcxl-migswitch.", procs)
 
 
 if __name__ == "__main__":

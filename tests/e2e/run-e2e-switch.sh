@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# run-e2e-switch.sh BUILDDIR doe|fw - the CXL-aware QEMU's CXL switch ports under the qtest
+# run-e2e-switch.sh BUILDDIR doe|fw|dma - the CXL-aware QEMU's CXL switch ports under the qtest
 # accelerator, no guest kernel (TAP; seconds once that QEMU is built):
 #   doe  tests/e2e/switch-doe.py: a guest writing more than the 2^18 dwords of the upstream
 #        port's DOE write mailbox gets DOE Error (stock QEMU wrote past the heap buffer and
@@ -8,6 +8,8 @@
 #   fw   tests/e2e/switch-fw.py: a --firmware-committed vcxl device behind a CXL switch: the
 #        host bridge's decoder targets the root port, the upstream port's decoder the
 #        downstream port, at machine start and after system_reset (e2e-switch-fw)
+#   dma  tests/e2e/dma-message.py: a vcxl device behind the switch, guest RAM without an fd:
+#        a job's DMA by message while the driver polls ends DONE at once (e2e-dma-message)
 # Skips visibly (TAP "1..0 # SKIP") when the CXL-aware QEMU cannot be had (cxlmem-lib.sh:
 # VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU). Logs: BUILDDIR/e2e-switch-MODE/.
 set -u
@@ -16,7 +18,8 @@ MODE=${2:-}
 case "$MODE" in
 doe) E2E_NAME=e2e-doe-overflow NOSERVER=noserver ;; # switch-doe.py runs no vcxl-server
 fw) E2E_NAME=e2e-switch-fw NOSERVER="" ;;
-*) echo "Bail out! usage: $0 BUILDDIR doe|fw"; exit 1 ;;
+dma) E2E_NAME=e2e-dma-message NOSERVER="" ;;
+*) echo "Bail out! usage: $0 BUILDDIR doe|fw|dma"; exit 1 ;;
 esac
 CXLMEM_BUILD=$(cd "${1:-build}" && pwd)
 CXLMEM_LOGDIR="$CXLMEM_BUILD/e2e-switch-$MODE"
@@ -28,5 +31,7 @@ cxlmem_noguest_prep "the QMP and qtest client" "$NOSERVER"
 if [ "$MODE" = doe ]; then
 	exec python3 "$HERE/switch-doe.py" "$CXLMEM_QEMU" "$CXLMEM_LOGDIR"
 fi
-exec python3 "$HERE/switch-fw.py" "$CXLMEM_QEMU" "$CXLMEM_BUILD/src/tools/vcxl-server" \
+SCRIPT=switch-fw.py
+[ "$MODE" = dma ] && SCRIPT=dma-message.py
+exec python3 "$HERE/$SCRIPT" "$CXLMEM_QEMU" "$CXLMEM_BUILD/src/tools/vcxl-server" \
 	"$CXLMEM_LOGDIR"

@@ -18,14 +18,12 @@ Abort clears the status; the same CDAT read returns the same response; a request
 2^18 dwords (Length 0) is still taken and answered. About 10 s (half a million qtest writes).
 """
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_qtest import (CDAT_HDR1, RP, SWITCH, USP, Tap, cfg,  # noqa: E402 (the e2e library)
-                       ecam_on, find_ext_cap, qemu_start)
+                       ecam_on, find_ext_cap, qemu_start, tap_main)
 
 QEMU, LOGDIR = sys.argv[1], sys.argv[2]
 DOE_CTRL, DOE_STATUS, DOE_WR, DOE_RD = 0x08, 0x0C, 0x10, 0x14
@@ -105,16 +103,7 @@ def run(tmp):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="vcxl-switchdoe.")
-    t0 = time.monotonic()
-    try:
-        run(tmp)
-    except (OSError, RuntimeError, ValueError, EOFError) as e:
-        t.ok(False, "the test ran to its end", repr(e))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    t.note(f"{time.monotonic() - t0:.1f} s")
-    return t.end()
+    return tap_main(t, run, "vcxl-switchdoe.", errors=(OSError, RuntimeError, ValueError, EOFError))
 
 
 if __name__ == "__main__":
