@@ -115,9 +115,8 @@ static void conn_co_resume(struct vcxl_conn *c)
 	c->co_busy = !coro_resume(c->co);
 }
 
-/* A REGION_WRITE's reply before its device work waits for the client (its
- * payload: the access, as handle_region_write() answers; the write itself is
- * done: what waits is what it started, a job's DMA) */
+/* A REGION_WRITE's reply before its device work waits for the client (the
+ * write itself is done: what waits is what it started, a job's DMA) */
 static void conn_ack_early(struct vcxl_conn *c)
 {
 	const struct vcxl_msg *m = c->co_req;
@@ -127,7 +126,7 @@ static void conn_ack_early(struct vcxl_conn *c)
 	    (m->hdr.flags & VFIO_USER_F_NO_REPLY) ||
 	    m->len < sizeof(struct vfio_user_region_access))
 		return;
-	reply_payload(&r, m->data, sizeof(struct vfio_user_region_access));
+	reply_region_write(&r, m->data);
 	conn_send_reply(c, m, &r);
 	c->co_req_acked = true;
 }

@@ -218,6 +218,12 @@ static inline void reply_payload(struct reply *r, const void *p, size_t len)
 	r->iovcnt++;
 }
 
+/* vfio-user spec "REGION_WRITE": the reply carries the access, without data */
+static inline void reply_region_write(struct reply *r, const void *access)
+{
+	reply_payload(r, access, sizeof(struct vfio_user_region_access));
+}
+
 static inline int reply_error(struct reply *r, int err)
 {
 	r->err = err;

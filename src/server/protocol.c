@@ -587,7 +587,7 @@ static int handle_region_write(struct vcxl_conn *c, struct vcxl_msg *m, struct r
 		return reply_error(r, -rc);
 	}
 	memcpy(r->small, &a, sizeof(a));
-	reply_payload(r, r->small, sizeof(a));
+	reply_region_write(r, r->small);
 	return 0;
 }
 

@@ -176,7 +176,7 @@ static void save_devmem(struct vcxl_vdev *v, struct vcxl_mig_buf *b)
 	uint64_t n, count = 0;
 	int rc;
 	uint64_t *map = vmig_dirty_map(v, &n, &rc);
-	uint8_t *mem = count < n ? vdev_region_map(v) : NULL;
+	uint8_t *mem;
 
 	if (rc) {
 		b->err = b->err ? b->err : rc;
@@ -191,6 +191,7 @@ static void save_devmem(struct vcxl_vdev *v, struct vcxl_mig_buf *b)
 		free(map);
 		map = NULL;
 	}
+	mem = count ? vdev_region_map(v) : NULL;
 	if (count * VCXL_MIG_PAGE > VCXL_MIG_DEVMEM_MAX) {
 		b->err = b->err ? b->err : -EFBIG;
 		free(map);
