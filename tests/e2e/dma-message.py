@@ -8,13 +8,23 @@ DMA_WRITE messages, which QEMU serves from its main loop. A driver that reads th
 while such a job runs (its STATUS register, as every driver polls) makes QEMU wait for that
 read's reply holding the BQL, so QEMU cannot serve the job's DMA_WRITE until the read is
 answered: the server must answer the read while the job waits, or both wait for the
-server's DMA timeout (5 s) and the job ends in ERROR.
+server's DMA timeout (5 s) and the job ends in ERROR. A write the driver sends meanwhile
+(the next job's registers) waits for the job on the server's side, in order: QEMU's thread
+that waits for its reply holding the BQL serves the job's DMA requests itself (vmm/qemu
+0035), or the same stall follows.
 
 QEMU runs under the qtest accelerator (no guest: qtest stands in for firmware and driver),
 the vcxl device behind e2e_qtest's CXL switch, guest RAM anonymous. A FILL job writes 64 KiB
 of guest RAM (ACCEL_JOBF_DST_HOST) while qtest polls STATUS; the job must end DONE within a
 second with every byte there, by message (the server's dma_messages count grows). A second
-job, whose driver waits before it polls, must end the same. Logs in LOGDIR.
+job, whose driver waits before it polls, must end the same. A 32 MiB fill, a 1 MiB DMA
+message at a time, during which the driver writes the next job's pattern between its polls,
+must end DONE within a second with every write there.
+
+Then a hostile server: a relay (e2e_qmp.Relay "dmaflood") keeps a register write from the
+server and answers it with DMA_READ requests without end, each as QEMU answers the last.
+QEMU (x-msg-timeout 1000) must serve them while it waits and still give up on the write at
+its timeout, and the device must answer afterwards. Logs in LOGDIR.
 """
 import json
 import os
@@ -22,7 +32,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_qmp import JsonLines, server_start  # noqa: E402 (the e2e library)
+from e2e_qmp import JsonLines, Relay, server_start  # noqa: E402 (the e2e library)
 from e2e_qtest import (DEV, DSP, SWITCH, WIN, Tap, cfg, qemu_start, switch_on,  # noqa: E402
                        tap_main)
 
@@ -32,7 +42,8 @@ QEMU, SERVER, LOGDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 BAR2_AT, BAR0_AT = WIN[DSP], WIN[DSP] + 0x100000
 # src/model/model.h: the job engine's registers in BAR2
 JOB_OP, JOB_FLAGS, JOB_DST, JOB_LEN, JOB_PATTERN = 0x08, 0x0C, 0x18, 0x20, 0x28
-DOORBELL, STATUS = 0x30, 0x34
+DOORBELL, STATUS, ID = 0x30, 0x34, 0x00
+ID_VALUE = 0x4C584356  # "VCXL"
 OP_FILL, JOBF_DST_HOST = 1, 1 << 1
 ST_BUSY, ST_DONE, ST_ERROR = 1 << 0, 1 << 1, 1 << 2
 LEN = 64 << 10
@@ -45,12 +56,12 @@ def wr64(qt, addr, val):
     qt.wr(addr + 4, val >> 32)
 
 
-def start_job(qt, dst, pattern):
+def start_job(qt, dst, pattern, length=LEN):
     qt.wr(BAR2_AT + STATUS, ST_DONE | ST_ERROR)
     qt.wr(BAR2_AT + JOB_OP, OP_FILL)
     qt.wr(BAR2_AT + JOB_FLAGS, JOBF_DST_HOST)
     wr64(qt, BAR2_AT + JOB_DST, dst)
-    wr64(qt, BAR2_AT + JOB_LEN, LEN)
+    wr64(qt, BAR2_AT + JOB_LEN, length)
     wr64(qt, BAR2_AT + JOB_PATTERN, pattern)
     qt.wr(BAR2_AT + DOORBELL, 1)
 
@@ -64,8 +75,9 @@ def poll(qt, secs=10.0):
     return st, time.monotonic() - t0
 
 
-def holds(qt, addr, pattern):
-    for off in list(range(0, LEN, 4096)) + [LEN - 8]:
+def holds(qt, addr, pattern, length=LEN):
+    step = 4096 if length <= LEN else 256 << 10
+    for off in list(range(0, length, step)) + [length - 8]:
         if qt.rd(addr + off) | (qt.rd(addr + off + 4) << 32) != pattern:
             return False
     return True
@@ -112,7 +124,52 @@ def run(tmp):
     st, secs = poll(qt)
     t.ok(st & ST_DONE and not st & ST_ERROR and holds(qt, 0x400000, 0x5555666677778888),
          f"a second fill, polled only later: DONE (status {st:#x}) and every byte there")
+
+    # writes while the job's DMA waits for QEMU: each must be answered, the job must end
+    big, at = 32 << 20, 0x1000000
+    start_job(qt, at, 0x9999AAAABBBBCCCC, big)
+    t0, writes, st, slowest = time.monotonic(), 0, ST_BUSY, 0.0
+    while st & ST_BUSY and time.monotonic() - t0 < 10.0:
+        w0 = time.monotonic()
+        wr64(qt, BAR2_AT + JOB_PATTERN, 0x0123456700000000 | writes)
+        slowest = max(slowest, time.monotonic() - w0)
+        writes += 1
+        st = qt.rd(BAR2_AT + STATUS)
+    secs = time.monotonic() - t0
+    last = qt.rd(BAR2_AT + JOB_PATTERN) | (qt.rd(BAR2_AT + JOB_PATTERN + 4) << 32)
+    t.ok(st & ST_DONE and not st & ST_ERROR and secs < 1.0 and slowest < 0.5,
+         f"a 32 MiB fill by message with {writes} register writes between the polls: DONE "
+         f"in {secs * 1000:.0f} ms (status {st:#x}), the slowest write {slowest * 1000:.0f} ms")
+    t.ok(holds(qt, at, 0x9999AAAABBBBCCCC, big) and last == 0x0123456700000000 | (writes - 1),
+         f"every byte of the fill there, and the last write in the register ({last:#x})")
     q.cmd("quit")
+    flood(tmp, sock)
+
+
+def flood(tmp, sock):
+    """a server that answers a write with DMA_READs without end"""
+    relay = Relay(os.path.join(tmp, "relay.sock"), sock, "dmaflood")
+    dev = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": relay.ls.getsockname()},
+           "id": "vcxl0", "bus": "dsp0", "x-msg-timeout": 1000}
+    try:
+        _, qt, q = qemu_start(QEMU, tmp, LOGDIR, "qemu-flood",
+                              SWITCH + ["-device", json.dumps(dev)], procs=procs, ram_fd=False)
+        switch_on(qt, 0x0006)
+        wr64(qt, cfg(DEV, 0x18), BAR2_AT | 0x4)
+        qt.wr(cfg(DEV, 0x04), 0x0006, 2)
+        relay.arm(0x300000)
+        t0 = time.monotonic()
+        qt.wr(BAR2_AT + JOB_PATTERN, 0x1234)
+        secs = time.monotonic() - t0
+        t.ok(relay.served > 0 and 0.9 <= secs < 4.0,
+             f"a server answering a register write with DMA_READs without end: QEMU served "
+             f"{relay.served} while it waited and gave up at its 1 s timeout "
+             f"({secs * 1000:.0f} ms)")
+        idv = qt.rd(BAR2_AT + ID)
+        t.ok(idv == ID_VALUE, f"the device answers afterwards (ID {idv:#x})")
+        q.cmd("quit")
+    finally:
+        relay.close()
 
 
 def main():

@@ -19,7 +19,13 @@ migrate-block.py, e2e-migrate's migrate.py, make bench's scripts/bench-migrate.p
                           refuses to run at the VM's start: vmm/qemu 0034 sends it without
                           waiting, then reports it and resets the device);
                           mode "refusestopcopy": the same for the first change into
-                          STOP_COPY (a source device that refuses to stop for its save)
+                          STOP_COPY (a source device that refuses to stop for its save);
+                          mode "dmaflood": once .arm() is called, the next REGION_WRITE
+                          is kept from the server and, instead of its reply, QEMU gets
+                          DMA_READ requests one after another, each sent as QEMU answers
+                          the last (.served counts the answers), until QEMU sends another
+                          request or 30 s pass (a hostile server that never lets QEMU's
+                          waiting thread go: vmm/qemu 0035 serves them while it waits)
   server_start(argv, log, timeout)  vcxl-server started as a service manager does
                           (tests/e2e/lib.sh e2e_server_start): $NOTIFY_SOCKET, returns once it
                           sent READY=1; (Popen, None) or (Popen or None, why)
@@ -114,12 +120,19 @@ class Relay:
     REFUSED_STATE = {"refuserun": STATE_RUNNING, "refusestopcopy": STATE_STOP_COPY}
     ENOSYS = 38
     EIO = 5
+    REGION_WRITE = 10
+    DMA_READ = 11
+    FLOOD_ID = 0xF000  # the ids of the relay's own DMA_READs: above QEMU's
+    FLOOD_SECS = 30.0
     CORRUPT_AT = 200  # a byte of the stream past its 128-byte header: a section's CRC fails
 
     def __init__(self, path, upstream, mode):
         self.upstream, self.mode = upstream, mode
         self.refused = 0
         self.corrupted = 0
+        self.armed = self.flooding = False
+        self.served = 0
+        self.flood_addr = 0
         self.ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.ls.bind(path)
         self.ls.listen(4)
@@ -127,6 +140,17 @@ class Relay:
 
     def close(self):
         self.ls.close()
+
+    def arm(self, addr):
+        """dmaflood: the next REGION_WRITE starts the flood of DMA_READs of 8 bytes at
+        guest address addr"""
+        self.flood_addr, self.served, self.armed = addr, 0, True
+
+    def flood_one(self, c, lock):
+        body = struct.pack("<QI4x", self.flood_addr, 8)  # QEMU 10.2's DMA_READ layout
+        with lock:
+            c.sendall(self.HDR.pack(self.FLOOD_ID + self.served % 0x800, self.DMA_READ,
+                                    16 + len(body), 0, 0) + body)
 
     def accept(self):
         while True:
@@ -167,6 +191,23 @@ class Relay:
                     break
                 mid, cmd, size, flags, _ = self.HDR.unpack(msg[:16])
                 request = from_qemu and (flags & 0xF) == 0
+                if self.mode == "dmaflood" and from_qemu:
+                    if cmd == self.DMA_READ and (flags & 0xF) == 1 and mid >= self.FLOOD_ID:
+                        if not self.flooding:
+                            continue  # answered after the flood: not the server's
+                        self.served += 1  # QEMU answered one: the next goes out
+                        if time.monotonic() < self.flood_end:
+                            self.flood_one(src, lock)
+                        else:
+                            self.flooding = False
+                        continue
+                    if self.flooding and request:
+                        self.flooding = False  # QEMU gave up waiting and goes on
+                    if self.armed and request and cmd == self.REGION_WRITE:
+                        self.armed, self.flooding = False, True
+                        self.flood_end = time.monotonic() + self.FLOOD_SECS
+                        self.flood_one(src, lock)
+                        continue
                 if self.mode == "nomig" and request and cmd in self.NO_MIGRATION:
                     self.refused += 1
                     with lock:

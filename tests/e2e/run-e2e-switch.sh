@@ -9,7 +9,9 @@
 #        host bridge's decoder targets the root port, the upstream port's decoder the
 #        downstream port, at machine start and after system_reset (e2e-switch-fw)
 #   dma  tests/e2e/dma-message.py: a vcxl device behind the switch, guest RAM without an fd:
-#        a job's DMA by message while the driver polls ends DONE at once (e2e-dma-message)
+#        a job's DMA by message while the driver polls, or writes the next job's registers,
+#        ends DONE at once; a server flooding DMA_READs is given up at QEMU's timeout
+#        (e2e-dma-message)
 # Skips visibly (TAP "1..0 # SKIP") when the CXL-aware QEMU cannot be had (cxlmem-lib.sh:
 # VCXL_QEMU_CXL, VCXL_E2E_BUILD_QEMU). Logs: BUILDDIR/e2e-switch-MODE/.
 set -u
