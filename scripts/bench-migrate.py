@@ -265,6 +265,22 @@ def series(name, label, template, with_server, downtime_limit, prepare=None, run
     return interleaved([(name, template, with_server)], runs, downtime_limit, label)[name]
 
 
+def cpu_times():
+    """this machine's CPU time so far, in clock ticks: (all, steal) from /proc/stat
+    (steal: time the hypervisor ran something else while this VM's vCPUs wanted to run)"""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v[:8]), v[7] if len(v) > 7 else 0
+
+
+def quartiles(figs, key):
+    v = sorted(f[key] for f in figs if f.get(key) is not None)
+    if len(v) < 4:
+        return None
+    q = statistics.quantiles(v, n=4)
+    return q[0], q[2]
+
+
 def med(figs, key):
     v = [f[key] for f in figs if f.get(key) is not None]
     return statistics.median(v) if v else None
@@ -308,7 +324,9 @@ def main():
         # both VMs run side by side and are moved in turn (interleaved())
         boot("nodev", CFG["template_nodev"], False, r"^IDLE-READY")
         boot("idle", CFG["template"], True, r"^MIG-READY.*$", pause)
+        st0 = cpu_times()
         f = interleaved(plan, RUNS_DOWNTIME, DL_TIGHT)
+        st1 = cpu_times()
         nodev, idle = f["nodev"], f["idle"]
         cpus = os.sched_getaffinity(0)
         pin({min(cpus)})
@@ -361,13 +379,20 @@ def main():
                 "off either way)" if what == "downtime" else ""))
         if what == "downtime" and med(nodev, "downtime_us") and med(idle, "downtime_us"):
             b_us, v_us = med(nodev, "downtime_us"), med(idle, "downtime_us")
+            qb, qv = quartiles(nodev, "downtime_us"), quartiles(idle, "downtime_us")
             row("migrate_downtime_us_nodev", int(b_us), "us",
                 desc="the same interval from QEMU's checkpoints src-downtime-start and "
-                "src-downtime-end (microseconds), the VM without the device, median of %d"
-                % RUNS_DOWNTIME)
+                "src-downtime-end (microseconds), the VM without the device, median of %d%s"
+                % (RUNS_DOWNTIME, "; quartiles %d-%d us" % qb if qb else ""))
             row("migrate_downtime_us_vcxl_idle", int(v_us), "us", v_us / b_us,
-                "with an idle vcxl device / without it, the same interval in microseconds",
+                "with an idle vcxl device / without it, the same interval in microseconds%s"
+                % ("; quartiles %d-%d us" % qv if qv else ""),
                 "<= %.2fx" % DOWNTIME_GOAL, v_us <= DOWNTIME_GOAL * b_us)
+            if st1[0] > st0[0]:
+                row("migrate_host_steal_pct", round(100.0 * (st1[1] - st0[1]) /
+                                                    (st1[0] - st0[0]), 2), "%",
+                    desc="this machine's CPU time stolen by its hypervisor during those "
+                    "migrations (/proc/stat): the host's load, which the ratio cannot remove")
         if what == "downtime":
             device_part("idle", idle)
             phase_rows("", nodev, idle, "source checkpoints, medians: stop %.1f, iterable "
