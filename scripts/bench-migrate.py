@@ -246,12 +246,10 @@ def interleaved(plan, runs, downtime_limit, label=None):
     each, the order alternating from one round to the next, so that the host's load
     at any moment weighs on them alike: {name: [figures]}"""
     figs = {name: [] for name, _, _ in plan}
-    last = None
     for i in range(runs):
         for name, template, with_server in (plan if i % 2 == 0 else plan[::-1]):
             CURRENT[name], fig = migrate_once(CURRENT[name], template, with_server,
                                               downtime_limit)
-            fig["after"], last = last, name  # the VM moved just before (by_predecessor)
             who = name if not label else label if len(plan) == 1 else name + ", " + label
             note("%s run %d (limit %d ms): %s" % (who, i + 1, downtime_limit,
                                                  json.dumps(fig)))
@@ -289,23 +287,6 @@ def med(figs, key):
 
 
 OUT = []
-
-
-def by_predecessor(figs, other, own):
-    """the device VM's destination phase split by the VM moved just before it: after the
-    other VM, whose old QEMU freed about 0.55 GiB (its RSS), or after itself, whose old QEMU
-    and server freed about 1.06 GiB, what its new QEMU takes. On a host that returns free
-    memory to its hypervisor, a destination that takes more than was just freed pays more
-    for the page faults of its load (docs/migration.md section 10)"""
-    a = [f for f in figs if f.get("after") == other]
-    b = [f for f in figs if f.get("after") == own]
-    if len(a) < 2 or len(b) < 2:
-        return
-    ma, mb = med(a, "ph_destination_us"), med(b, "ph_destination_us")
-    row("migrate_destination_us_idle_after_other", int(ma), "us", ma / mb if mb else None,
-        "the destination's load with the device, in migrations right after the VM without "
-        "it (%d) / right after its own (%d, median %d us); downtime medians %d / %d us"
-        % (len(a), len(b), mb, med(a, "downtime_us"), med(b, "downtime_us")))
 
 
 def phase_rows(suffix, nodev, idle, desc):
@@ -413,7 +394,6 @@ def main():
                     desc="this machine's CPU time stolen by its hypervisor during those "
                     "migrations (/proc/stat): the host's load, which the ratio cannot remove")
         if what == "downtime":
-            by_predecessor(idle, "nodev", "idle")
             device_part("idle", idle)
             phase_rows("", nodev, idle, "source checkpoints, medians: stop %.1f, iterable "
                        "(RAM's last pass, device stop-copy) %.1f, the rest %.1f, the "
