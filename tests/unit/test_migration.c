@@ -32,6 +32,10 @@
 #include "tap.h"
 #include "vdev_util.h"
 
+#include "../../src/model/accel.h"
+#include "../../src/server/conn.h"
+#include "../../src/vfio-cxl/vdev_priv.h"
+
 /* The fds open in the process once every memory object a reset handed to
  * vcxl_release_memory() is closed: those close on a thread of their own, after
  * the reply (a count taken before then held one more, and the loop below then
@@ -41,9 +45,6 @@ static long settled_fds(void)
 	vcxl_release_wait(2000);
 	return count_fds();
 }
-#include "../../src/model/accel.h"
-#include "../../src/server/conn.h"
-#include "../../src/vfio-cxl/vdev_priv.h"
 
 #define M	(1ull << 20)
 #define G	(1ull << 30)
