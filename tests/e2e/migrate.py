@@ -40,6 +40,12 @@ ID = "vcxl0"
 T0 = time.monotonic()
 ATTEMPTS = 12  # migrations tried until one stops the VM with a job in flight
 STAT = {}  # figures for the summary
+# migrate-guest.c's UNTOUCHED_OFF and UNTOUCHED_LEN: region memory the guest never writes
+UNTOUCHED = (448 << 20, 4 << 20)
+# the trace of a destination QEMU taking its CXL region as zero (vmm/qemu 0039)
+INCOMING_ZERO = re.compile(r"vfio_cxl_region_incoming_zero +\(\S+\) the CXL region holds no data")
+# at least this much of the 512 MiB region is never written (the guest's zones end at 324 MiB)
+UNTOUCHED_MIN_KIB = 128 << 10
 VMS = []  # every VM started here: whatever still runs at the end is stopped
 
 
@@ -126,8 +132,8 @@ class VM:
     def ctl(self):
         return self.sock + ".ctl"
 
-    def start_server(self, mem_size=None):
-        argv = [CFG["server"], "--socket", self.sock] + CFG["server_args"]
+    def start_server(self, mem_size=None, extra=()):
+        argv = [CFG["server"], "--socket", self.sock] + CFG["server_args"] + list(extra)
         if mem_size:
             argv += ["--mem-size", mem_size]
         self.server, why = server_start(argv, self.server_log)
@@ -615,6 +621,16 @@ def main_migration(src):
              dsrv.get("bytes_received")))
     for n, r in rss.items():
         note("live: RSS %s: %s" % (n, r))
+    # the destination's CXL region was a fresh memfd: QEMU left its zero pages unread
+    # (vmm/qemu 0038-0039), so it holds the guest's RAM and the CXL memory written, while
+    # the source, which read every page to send it, holds all of both
+    src_sh = rss["source QEMU"].get("RssShmem", 0)
+    dst_sh = rss["destination QEMU"].get("RssShmem", 0)
+    res(len(re.findall(INCOMING_ZERO, dst.console.text())) == 1 and
+        0 < dst_sh + UNTOUCHED_MIN_KIB <= src_sh,
+        "live: the destination QEMU took the empty CXL region as zero (trace "
+        "vfio_cxl_region_incoming_zero) and did not populate the memory nobody wrote: shared "
+        "memory %d KiB against the source QEMU's %d KiB" % (dst_sh, src_sh))
     STAT["live"].update(device_state_bytes=srv.get("device_state_bytes"),
                         stop_copy_ms=srv.get("stop_copy_ms"), rss=rss)
     res(job is not None and job["busy"],
@@ -692,6 +708,7 @@ def save_restore(dst):
     rc = dst.stop()
     note("save: %.1f s; QEMU quit, its server stopped (status %s)" % (time.monotonic() - t, rc))
     restore_refused_run(state)
+    restore_onto_data(state, job["pattern"] if job and job["busy"] else None)
     new = VM("restore")
     why = new.start_server()
     if why:
@@ -740,6 +757,36 @@ def save_refused_stop_copy(vm):
             tag, st.get("status"), st.get("error-desc", "")[:120], vm.status(),
             said[0][:160] if said else "no line", reset[-1][:100] if reset else "no reset",
             m.get("state"), [ln[-90:] for ln in perr]), vm.console.text()[-1500:])
+
+
+def restore_onto_data(state, inflight):
+    """the saved VM restored onto a server whose device memory holds data where the guest
+    never wrote (a --backing file kept as it is, --on-disconnect keep, and --trust-client so
+    that QEMU maps that file): QEMU must not take the region as zero (vmm/qemu 0039) and
+    clears every zero page it loads; the guest and the host find that memory zero"""
+    tag = "ondata"
+    path = os.path.join(TMP, "ondata.mem")
+    with open(path, "wb") as f:  # sparse: data only in the never-written zone
+        f.truncate(int(CFG["mem_size"].rstrip("M")) << 20)
+        f.seek(UNTOUCHED[0])
+        f.write(b"\x5a" * UNTOUCHED[1])
+    vm = VM("restore-ondata")
+    why = vm.start_server(extra=["--backing", path, "--trust-client", "--on-disconnect",
+                                 "keep"]) or vm.start_qemu("file:" + state)
+    if why:
+        res(False, "%s: a server with a --backing file holding data and QEMU -incoming file: "
+            "(%s)" % (tag, why))
+        vm.stop()
+        return
+    s = wait_until(lambda: vm.status() == "running" and "running", 60)
+    said = len(re.findall(INCOMING_ZERO, vm.console.text()))
+    res(s == "running" and said == 0,
+        "%s: restored onto a server whose memory holds data (%s); QEMU did not take the "
+        "region as zero (%d trace lines)" % (tag, vm.status(), said))
+    vm.connect_tty()
+    guest_verify(vm, tag, inflight=inflight, resume=False)
+    vm.stop()
+    os.unlink(path)
 
 
 def restore_refused_run(state):

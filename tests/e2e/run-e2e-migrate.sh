@@ -48,7 +48,11 @@
 # through the destination's control socket. Then the destination VM saved to a file (migrate
 # file:), its QEMU and server stopped; restored once behind a relay refusing the device's
 # STOP -> RUNNING at the VM's start (vmm/qemu 0034 sends it without waiting: QEMU reports
-# it, resets the device, the VM runs); restored by a fresh server and QEMU -incoming file:,
+# it, resets the device, the VM runs); restored onto a server whose memory holds data where
+# the guest never wrote (a --backing file, --on-disconnect keep, --trust-client: QEMU must
+# clear the zero pages it loads there, vmm/qemu 0038-0039; the live destination's fresh
+# memfd is taken as zero, its QEMU holding only the memory written), verified by the guest
+# and the host; restored by a fresh server and QEMU -incoming file:,
 # verified the same way, a new job; that VM saved once more behind a relay refusing its
 # device's STOP_COPY (the save fails, QEMU reports it and resets the device, the VM runs
 # on), power off. Expected: no mismatch anywhere.
@@ -149,17 +153,19 @@ e2e_checks_tap host < "$LOG/results.txt"
 e2e_steps_tap "$LOG/src.console.log" "source: "
 nsrc=$E2E_NSTEPS
 ndst=0
-for c in "$LOG"/dst[0-9]*.console.log "$LOG/restore.console.log"; do
+for c in "$LOG"/dst[0-9]*.console.log "$LOG/restore-ondata.console.log" \
+	"$LOG/restore.console.log"; do
 	[ -s "$c" ] || continue
 	n=$(basename "$c" .console.log)
 	e2e_steps_tap "$c" "$n: "
 	ndst=$((ndst + E2E_NSTEPS))
 done
-# setup: 6 (module-load, setup-region/-pattern/-decoders/-registers/-bar0-ram); 8 per
-# VERIFY, 9 with a job in flight: cancel, mem-size, corrupt, refused-write on the source; migrated (9) on
-# the destination; restored (8 or 9, + new-job) after the restore
-want=$((6 + 4 * 8 + 9 + 9))
-[ "${VCXL_E2E_MIGRATE_CONTROLS:-1}" = 0 ] && want=$((want - 4 * 8))
+# setup: 6 (module-load, setup-region/-pattern/-decoders/-registers/-bar0-ram); 9 per
+# VERIFY, 10 with a job in flight: cancel, mem-size, corrupt, refused-write on the source;
+# migrated (10) on the destination; ondata (9 or 10) and restored (9 or 10, + new-job) after
+# the restores
+want=$((6 + 4 * 9 + 10 + 9 + 10))
+[ "${VCXL_E2E_MIGRATE_CONTROLS:-1}" = 0 ] && want=$((want - 4 * 9))
 if [ $((nsrc + ndst)) -ge "$want" ]; then
 	tap OK "the guest reported all its checks ($nsrc STEP lines on the source, $ndst after the moves)"
 else

@@ -25,6 +25,8 @@
  *   VERIFY TAG [inflight=PATTERN]  stop both threads (the job in flight
  *          completes, the generation ends), check everything (STEP TAG-*),
  *          print HOSTCHECK lines for the host and "VERIFY-DONE TAG fail=N".
+ *          Among them: UNTOUCHED_LEN the guest never writes reads zero (a
+ *          destination whose memory held data there must have cleared it).
  *          The threads stay stopped while the host reads device memory.
  *          PATTERN: the job the host found in flight (BUSY) when the VM
  *          stopped for the switch-over; it must have completed with its
@@ -111,6 +113,8 @@
 #define FINAL_OFF  (320 * MIB)
 #define FINAL_LEN  (4 * MIB)
 #define FINAL_PAT  0x46494e414c4a4f42ull
+#define UNTOUCHED_OFF (448 * MIB) /* never written: reads zero wherever the VM moves */
+#define UNTOUCHED_LEN (4 * MIB)
 #define REGION_MIN (512 * MIB)
 
 /* BAR0's RAM past the component block (model.h: 4 MiB BAR0) */
@@ -623,6 +627,13 @@ static int verify(const char *tag, uint64_t inflight)
 	     " qwords wrong",
 	     JOB_LEN / MIB, JOB_OFF, job_last_pattern, bad);
 	hostcheck(JOB_OFF, JOB_LEN, job_last_pattern, 0);
+
+	/* memory nobody wrote: zero on every destination, whatever its memory held before */
+	bad = check_arith(UNTOUCHED_OFF, UNTOUCHED_LEN, 0, 0);
+	snprintf(name, sizeof(name), "%s-untouched", tag);
+	step(name, !bad, "%llu MiB never written at region offset %#llx: %" PRIu64 " qwords not zero",
+	     UNTOUCHED_LEN / MIB, UNTOUCHED_OFF, bad);
+	hostcheck(UNTOUCHED_OFF, UNTOUCHED_LEN, 0, 0);
 	uint32_t op = bar2_r32(ACCEL_REG_JOB_OP), fl = bar2_r32(ACCEL_REG_JOB_FLAGS);
 	uint32_t vec = bar2_r32(ACCEL_REG_JOB_VECTOR), st = bar2_r32(ACCEL_REG_STATUS);
 	uint64_t dst = bar2_r64(ACCEL_REG_JOB_DST), len = bar2_r64(ACCEL_REG_JOB_LEN);
