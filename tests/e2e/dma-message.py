@@ -24,7 +24,13 @@ must end DONE within a second with every write there.
 Then a hostile server: a relay (e2e_qmp.Relay "dmaflood") keeps a register write from the
 server and answers it with DMA_READ requests without end, each as QEMU answers the last.
 QEMU (x-msg-timeout 1000) must serve them while it waits and still give up on the write at
-its timeout, and the device must answer afterwards. Logs in LOGDIR.
+its timeout, and the device must answer afterwards.
+
+Last, guest RAM with an fd (a memfd): the first MiB is one DMA window without an fd (vmm/qemu
+0040, so that the chipset's PAM switches send no DMA map or unmap requests): a fill at
+0x80000 goes by message and lands, one above the first MiB goes through the RAM's fd, and a
+fill over the read-only BIOS at 0xf0000 is refused (the job in ERROR) and leaves it as it
+was. Logs in LOGDIR.
 """
 import json
 import os
@@ -144,6 +150,7 @@ def run(tmp):
          f"every byte of the fill there, and the last write in the register ({last:#x})")
     q.cmd("quit")
     flood(tmp, sock)
+    legacy_window(tmp)
 
 
 def flood(tmp, sock):
@@ -170,6 +177,50 @@ def flood(tmp, sock):
         q.cmd("quit")
     finally:
         relay.close()
+
+
+def legacy_window(tmp):
+    """guest RAM with an fd (a memfd): the first MiB goes to the server as one DMA window
+    without an fd (vmm/qemu 0040), so the device's DMA there is by message, through the
+    device's view of memory at that moment; above it, through the RAM's fd"""
+    sock = os.path.join(tmp, "legacy.sock")
+    srv, why = server_start([SERVER, "--socket", sock, "--mem-size", "256M"],
+                            os.path.join(LOGDIR, "srv-legacy.log"))
+    procs.append(srv)
+    if not t.ok(why is None, "legacy window: vcxl-server listens", why):
+        return
+    dev = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock},
+           "id": "vcxl0", "bus": "dsp0"}
+    _, qt, q = qemu_start(QEMU, tmp, LOGDIR, "qemu-legacy", SWITCH + ["-device", json.dumps(dev)],
+                          procs=procs, ram_fd=True)
+    switch_on(qt, 0x0006)
+    wr64(qt, cfg(DEV, 0x18), BAR2_AT | 0x4)
+    qt.wr(cfg(DEV, 0x04), 0x0006, 2)
+    m0 = dma_messages(sock)
+    start_job(qt, 0x300000, 0x0101010102020202)
+    st, _ = poll(qt)
+    m1 = dma_messages(sock)
+    t.ok(st & ST_DONE and holds(qt, 0x300000, 0x0101010102020202) and m1 == m0,
+         f"memfd RAM above the first MiB: a fill DONE (status {st:#x}), every byte there, "
+         f"through the RAM's fd (the server's dma_messages {m0} -> {m1})")
+    # conventional memory, below 640 KiB
+    start_job(qt, 0x80000, 0x0303030304040404)
+    st, secs = poll(qt)
+    m2 = dma_messages(sock)
+    t.ok(st & ST_DONE and not st & ST_ERROR and secs < 1.0 and
+         holds(qt, 0x80000, 0x0303030304040404) and m2 > m1,
+         f"a fill at 0x80000, in the first MiB: DONE in {secs * 1000:.0f} ms (status {st:#x}), "
+         f"every byte there, by message (dma_messages {m1} -> {m2})")
+    # the BIOS at 0xf0000, read-only in the device's view (no firmware opened the PAM
+    # registers): QEMU refuses the device's writes there, as the read-only mapping did
+    before = [qt.rd(0xF0000 + off) for off in range(0, LEN, 4096)]
+    start_job(qt, 0xF0000, 0x0505050506060606)
+    st, secs = poll(qt)
+    after = [qt.rd(0xF0000 + off) for off in range(0, LEN, 4096)]
+    t.ok(st & ST_ERROR and not st & ST_BUSY and after == before and 0x06060606 not in after,
+         f"a fill over the read-only BIOS at 0xf0000: refused, the job in ERROR (status "
+         f"{st:#x}, {secs * 1000:.0f} ms), and the BIOS reads as before ({len(after)} words)")
+    q.cmd("quit")
 
 
 def main():
