@@ -442,6 +442,12 @@ def control_nomig():
     return True
 
 
+def guest_ram_mib():
+    """the guest's RAM in MiB, from the common command line's -m"""
+    t = CFG["template"]
+    return int(t[t.index("-m") + 1].rstrip("M"))
+
+
 def dst_start(name, mem_size=None, relay=None):
     vm = VM(name)
     why = vm.start_server(mem_size)
@@ -621,16 +627,19 @@ def main_migration(src):
              dsrv.get("bytes_received")))
     for n, r in rss.items():
         note("live: RSS %s: %s" % (n, r))
-    # the destination's CXL region was a fresh memfd: QEMU left its zero pages unread
-    # (vmm/qemu 0038-0039), so it holds the guest's RAM and the CXL memory written, while
-    # the source, which read every page to send it, holds all of both
+    # neither QEMU allocated the CXL memory nobody wrote: the source sends a page in a hole
+    # of the region's memfd as zero unread (vmm/qemu 0041-0042), the destination leaves the
+    # zero pages of its fresh memfd unread (0038-0039, its trace says so); each holds the
+    # guest's RAM and the CXL memory written, not all of both
     src_sh = rss["source QEMU"].get("RssShmem", 0)
     dst_sh = rss["destination QEMU"].get("RssShmem", 0)
+    full = (guest_ram_mib() + (int(CFG["mem_size"].rstrip("M")))) << 10
     res(len(re.findall(INCOMING_ZERO, dst.console.text())) == 1 and
-        0 < dst_sh + UNTOUCHED_MIN_KIB <= src_sh,
+        0 < src_sh <= full - UNTOUCHED_MIN_KIB and 0 < dst_sh <= full - UNTOUCHED_MIN_KIB,
         "live: the destination QEMU took the empty CXL region as zero (trace "
-        "vfio_cxl_region_incoming_zero) and did not populate the memory nobody wrote: shared "
-        "memory %d KiB against the source QEMU's %d KiB" % (dst_sh, src_sh))
+        "vfio_cxl_region_incoming_zero), and neither QEMU allocated the memory nobody wrote: "
+        "shared memory %d KiB on the source, %d KiB on the destination, of %d KiB of RAM and "
+        "CXL memory" % (src_sh, dst_sh, full))
     STAT["live"].update(device_state_bytes=srv.get("device_state_bytes"),
                         stop_copy_ms=srv.get("stop_copy_ms"), rss=rss)
     res(job is not None and job["busy"],

@@ -51,8 +51,8 @@
 # it, resets the device, the VM runs); restored onto a server whose memory holds data where
 # the guest never wrote (a --backing file, --on-disconnect keep, --trust-client: QEMU must
 # clear the zero pages it loads there, vmm/qemu 0038-0039; the live destination's fresh
-# memfd is taken as zero, its QEMU holding only the memory written), verified by the guest
-# and the host; restored by a fresh server and QEMU -incoming file:,
+# memfd is taken as zero, and the source sends the region's holes unread, 0041-0042: neither
+# QEMU holds the memory nobody wrote), verified by the guest and the host; restored by a fresh server and QEMU -incoming file:,
 # verified the same way, a new job; that VM saved once more behind a relay refusing its
 # device's STOP_COPY (the save fails, QEMU reports it and resets the device, the VM runs
 # on), power off. Expected: no mismatch anywhere.
