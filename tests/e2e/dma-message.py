@@ -97,18 +97,29 @@ def dma_messages(sock):
         c.close()
 
 
-def run(tmp):
-    sock = os.path.join(tmp, "dev.sock")
+def device_vm(tmp, name, ram_fd, what):
+    """a vcxl-server and a qtest QEMU with the device behind the switch, guest RAM with an
+    fd (a memfd) or without (anonymous): (socket, qtest, QMP), or None if the server does
+    not start (a failed check says so)"""
+    sock = os.path.join(tmp, name + ".sock")
     srv, why = server_start([SERVER, "--socket", sock, "--mem-size", "256M"],
-                            os.path.join(LOGDIR, "srv.log"))
+                            os.path.join(LOGDIR, "srv-%s.log" % name))
     procs.append(srv)
-    if not t.ok(why is None, "vcxl-server listens", why):
-        return
+    if not t.ok(why is None, "%svcxl-server listens" % what, why):
+        return None
     dev = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock},
            "id": "vcxl0", "bus": "dsp0"}
-    _, qt, q = qemu_start(QEMU, tmp, LOGDIR, "qemu", SWITCH + ["-device", json.dumps(dev)],
-                          procs=procs, ram_fd=False)
+    _, qt, q = qemu_start(QEMU, tmp, LOGDIR, "qemu-" + name,
+                          SWITCH + ["-device", json.dumps(dev)], procs=procs, ram_fd=ram_fd)
     switch_on(qt, 0x0006)
+    return sock, qt, q
+
+
+def run(tmp):
+    vm = device_vm(tmp, "dev", False, "")
+    if not vm:
+        return
+    sock, qt, q = vm
     wr64(qt, cfg(DEV, 0x10), BAR0_AT | 0x4)  # BAR0: 64-bit memory
     wr64(qt, cfg(DEV, 0x18), BAR2_AT | 0x4)  # BAR2: 64-bit memory
     qt.wr(cfg(DEV, 0x04), 0x0006, 2)  # memory, bus master
@@ -183,17 +194,10 @@ def legacy_window(tmp):
     """guest RAM with an fd (a memfd): the first MiB goes to the server as one DMA window
     without an fd (vmm/qemu 0040), so the device's DMA there is by message, through the
     device's view of memory at that moment; above it, through the RAM's fd"""
-    sock = os.path.join(tmp, "legacy.sock")
-    srv, why = server_start([SERVER, "--socket", sock, "--mem-size", "256M"],
-                            os.path.join(LOGDIR, "srv-legacy.log"))
-    procs.append(srv)
-    if not t.ok(why is None, "legacy window: vcxl-server listens", why):
+    vm = device_vm(tmp, "legacy", True, "legacy window: ")
+    if not vm:
         return
-    dev = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock},
-           "id": "vcxl0", "bus": "dsp0"}
-    _, qt, q = qemu_start(QEMU, tmp, LOGDIR, "qemu-legacy", SWITCH + ["-device", json.dumps(dev)],
-                          procs=procs, ram_fd=True)
-    switch_on(qt, 0x0006)
+    sock, qt, q = vm
     wr64(qt, cfg(DEV, 0x18), BAR2_AT | 0x4)
     qt.wr(cfg(DEV, 0x04), 0x0006, 2)
     m0 = dma_messages(sock)
