@@ -30,23 +30,8 @@ E2E_TCG_ARGS=(-accel tcg -smp 1)
 trap cxlmem_stop EXIT
 trap 'cxlmem_stop; exit 130' INT TERM
 
-# A cached CXL-aware QEMU for the current patches (qemu-build.sh copies them next to it).
-cached_qemu() {
-	local d
-	for d in "${VCXL_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-qemu-build}"/*/; do
-		[ -x "$d/qemu-system-x86_64" ] || continue
-		if [ "$(cat "$d"/*.patch 2>/dev/null | sha256sum)" = \
-			"$(cat "$ROOT"/vmm/qemu/*.patch 2>/dev/null | sha256sum)" ] &&
-			cxlmem_has_cxl "$d/qemu-system-x86_64"; then
-			echo "$d/qemu-system-x86_64"
-			return 0
-		fi
-	done
-	return 1
-}
-
 if [ $IF_AVAILABLE = 1 ] && [ -z "${VCXL_QEMU_CXL:-}" ]; then
-	if ! VCXL_QEMU_CXL=$(cached_qemu); then
+	if ! VCXL_QEMU_CXL=$(cxlmem_cached_qemu); then
 		echo "# bench-guest: skipped (no CXL-aware QEMU built yet: run 'make qemu', then 'make bench-guest')"
 		exit 0
 	fi

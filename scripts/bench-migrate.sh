@@ -48,23 +48,8 @@ E2E_TCG_ARGS=(-accel tcg -smp 1)
 TMPD=""
 trap '[ -n "$TMPD" ] && rm -rf "$TMPD"' EXIT
 
-# A cached CXL-aware QEMU for the current patches (bench-guest.sh's test)
-cached_qemu() {
-	local d
-	for d in "${VCXL_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-qemu-build}"/*/; do
-		[ -x "$d/qemu-system-x86_64" ] || continue
-		if [ "$(cat "$d"/*.patch 2>/dev/null | sha256sum)" = \
-			"$(cat "$ROOT"/vmm/qemu/*.patch 2>/dev/null | sha256sum)" ] &&
-			cxlmem_has_cxl "$d/qemu-system-x86_64"; then
-			echo "$d/qemu-system-x86_64"
-			return 0
-		fi
-	done
-	return 1
-}
-
 if [ $IF_AVAILABLE = 1 ]; then
-	if [ -z "${VCXL_QEMU_CXL:-}" ] && ! VCXL_QEMU_CXL=$(cached_qemu); then
+	if [ -z "${VCXL_QEMU_CXL:-}" ] && ! VCXL_QEMU_CXL=$(cxlmem_cached_qemu); then
 		echo "# bench-migrate: skipped (no CXL-aware QEMU built yet: run 'make qemu', then 'make bench')"
 		exit 0
 	fi

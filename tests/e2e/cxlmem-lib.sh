@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash disable=SC2034 # CXLMEM_* variables are read by the sourcing scripts
-# cxlmem-lib.sh - sourced (bash) by tests/e2e/run-e2e-cxlmem.sh, scripts/bench-guest.sh and
-# scripts/demo.sh: the CXL.mem guest with the CXL-aware QEMU.
+# cxlmem-lib.sh - sourced (bash) by tests/e2e/run-e2e-cxlmem.sh, scripts/bench-guest.sh,
+# scripts/bench-migrate.sh and scripts/demo.sh: the CXL.mem guest with the CXL-aware QEMU.
 #
 #   cxlmem_qemu                 sets CXLMEM_QEMU to the CXL-aware QEMU (and CXLMEM_FW to the
 #                               -L options it needs: none with a firmware path), or returns 1 with the
 #                               reason in CXLMEM_WHY: $VCXL_QEMU_CXL, else the last line of
 #                               scripts/qemu-build.sh (builds once, cached under ~/.cache)
+#   cxlmem_cached_qemu          prints the CXL-aware QEMU that scripts/qemu-build.sh cached for
+#                               the current vmm/qemu patches (it copies them next to it), or
+#                               returns 1: a benchmark's --if-available never builds one
 #   cxlmem_noguest_prep PYWHY [noserver]
 #                               the start of a suite whose Python script drives the CXL-aware
 #                               QEMU with no guest (run-e2e-migrate-block.sh,
@@ -63,6 +66,20 @@ CXLMEM_SEED_LEN=0x10000
 
 cxlmem_has_cxl() { # cxlmem_has_cxl QEMU: vfio-user-pci has the x-cxl property
 	"$1" -nodefaults -machine none -device vfio-user-pci,help 2>/dev/null | grep -q 'x-cxl'
+}
+
+cxlmem_cached_qemu() {
+	local d
+	for d in "${VCXL_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vcxl-qemu-build}"/*/; do
+		[ -x "$d/qemu-system-x86_64" ] || continue
+		if [ "$(cat "$d"/*.patch 2>/dev/null | sha256sum)" = \
+			"$(cat "$CXLMEM_ROOT"/vmm/qemu/*.patch 2>/dev/null | sha256sum)" ] &&
+			cxlmem_has_cxl "$d/qemu-system-x86_64"; then
+			echo "$d/qemu-system-x86_64"
+			return 0
+		fi
+	done
+	return 1
 }
 
 # CXLMEM_FW: the -L options a QEMU needs to find SeaBIOS: none when its own firmware path

@@ -83,6 +83,20 @@ static inline int h_pid_fds(pid_t pid)
 	return n;
 }
 
+/* The server's fd count once it reaches want (it settles as the server
+ * handles what it was sent, or a departed client's disconnect), or what it is
+ * after max_ms (want -1: the count after max_ms). */
+static inline int h_settle_fds(pid_t pid, int want, int max_ms)
+{
+	int n = h_pid_fds(pid);
+
+	for (int t = 0; n != want && t < max_ms; t += 10) {
+		h_sleep_ms(10);
+		n = h_pid_fds(pid);
+	}
+	return n;
+}
+
 /* A neighbour's service: device 1's (the accelerator model's) 4-byte config
  * reads back to back for duration_ms; the worst round trip in ms, -1 if a
  * read failed or read anything but the model's ids. */

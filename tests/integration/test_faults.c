@@ -71,16 +71,10 @@ static long pid_rss_kb(pid_t pid)
 	return kb;
 }
 
-/* The fd count settles once the server has handled every disconnect. */
+/* The fd count settles once the server has handled what it was sent. */
 static int settle_fds(pid_t pid, int want)
 {
-	int n = h_pid_fds(pid);
-
-	for (int t = 0; n != want && t < 3000; t += 10) {
-		h_sleep_ms(10);
-		n = h_pid_fds(pid);
-	}
-	return n;
+	return h_settle_fds(pid, want, 3000);
 }
 
 /* ---- client helpers ------------------------------------------------------ */

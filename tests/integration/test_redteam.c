@@ -33,16 +33,10 @@
 #define FD_LIMIT   1024
 #define FLOOD_MSGS 250
 
-/* The fd count settles once the server handled what it was sent. */
+/* The fd count settles once the server has handled what it was sent. */
 static int settle_fds(pid_t pid, int want)
 {
-	int n = h_pid_fds(pid);
-
-	for (int t = 0; n != want && t < 5000; t += 10) {
-		h_sleep_ms(10);
-		n = h_pid_fds(pid);
-	}
-	return n;
+	return h_settle_fds(pid, want, 5000);
 }
 
 static bool server_alive(const struct harness *h)
