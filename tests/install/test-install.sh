@@ -37,6 +37,11 @@ for f in bin/vcxl bin/vcxl-server; do
 	[ -x "$P/$f" ]
 	ok $? "$f installed, executable"
 done
+for f in bin/vcxl bin/vcxl-server; do
+	readelf -d "$P/$f" 2>/dev/null | grep -Eq 'FLAGS.*BIND_NOW|FLAGS_1.* NOW' &&
+		readelf -lW "$P/$f" 2>/dev/null | grep -q GNU_RELRO
+	ok $? "$f linked with full RELRO (RELRO, BIND_NOW)"
+done
 soname=$(objdump -p "$L/libvcxl-client.so.0" 2>/dev/null | awk '/SONAME/ {print $2}')
 [ "$soname" = libvcxl-client.so.0 ]
 ok $? "libvcxl-client.so.0 installed, SONAME $soname"
