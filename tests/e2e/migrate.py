@@ -442,10 +442,15 @@ def control_nomig():
     return True
 
 
+def mib(size):
+    """MiB of a size as the command lines give it ("512M")"""
+    return int(size.rstrip("M"))
+
+
 def guest_ram_mib():
     """the guest's RAM in MiB, from the common command line's -m"""
     t = CFG["template"]
-    return int(t[t.index("-m") + 1].rstrip("M"))
+    return mib(t[t.index("-m") + 1])
 
 
 def dst_start(name, mem_size=None, relay=None):
@@ -633,7 +638,7 @@ def main_migration(src):
     # guest's RAM and the CXL memory written, not all of both
     src_sh = rss["source QEMU"].get("RssShmem", 0)
     dst_sh = rss["destination QEMU"].get("RssShmem", 0)
-    full = (guest_ram_mib() + (int(CFG["mem_size"].rstrip("M")))) << 10
+    full = (guest_ram_mib() + mib(CFG["mem_size"])) << 10
     res(len(re.findall(INCOMING_ZERO, dst.console.text())) == 1 and
         0 < src_sh <= full - UNTOUCHED_MIN_KIB and 0 < dst_sh <= full - UNTOUCHED_MIN_KIB,
         "live: the destination QEMU took the empty CXL region as zero (trace "
@@ -776,7 +781,7 @@ def restore_onto_data(state, inflight):
     tag = "ondata"
     path = os.path.join(TMP, "ondata.mem")
     with open(path, "wb") as f:  # sparse: data only in the never-written zone
-        f.truncate(int(CFG["mem_size"].rstrip("M")) << 20)
+        f.truncate(mib(CFG["mem_size"]) << 20)
         f.seek(UNTOUCHED[0])
         f.write(b"\x5a" * UNTOUCHED[1])
     vm = VM("restore-ondata")
