@@ -136,6 +136,7 @@ struct vcxl_msg *conn_dma_wait(struct vcxl_conn *c)
 	struct vcxl_msg *m;
 
 	conn_ack_early(c);
+	conn_uncork(c); /* nothing held while the handler waits for its client */
 	c->dma_reply = NULL;
 	c->dma_err = 0;
 	c->dma_deadline = now_ms() + c->cfg.dma_timeout_ms;
@@ -368,6 +369,7 @@ bool vcxl_conn_close(struct vcxl_conn *c)
 		free(t);
 	}
 	c->tx_tail = NULL;
+	conn_cork_free(c);
 	return vcxl_conn_close_step(c);
 }
 
@@ -435,6 +437,8 @@ static bool conn_step(struct vcxl_conn *c)
 	}
 	if (conn_held(c))
 		return false;
+	if (c->rb_off == c->rb_len)
+		conn_cork_flush(c); /* what is held goes before the socket is read again */
 	rc = conn_rx_step(c, &m);
 	if (rc < 0) {
 		conn_kill(c, rc);
@@ -448,10 +452,12 @@ static bool conn_step(struct vcxl_conn *c)
 
 int vcxl_conn_drain(struct vcxl_conn *c)
 {
+	conn_cork(c);
 	conn_wake(c);
 	for (int i = 0; i < CONN_BATCH && conn_pending(c) && !c->dead && !c->tx_head; i++)
 		if (!conn_step(c))
 			break;
+	conn_uncork(c);
 	if (c->dead)
 		return c->dead_err;
 	return conn_pending(c) && !c->tx_head ? 1 : 0;
@@ -459,12 +465,14 @@ int vcxl_conn_drain(struct vcxl_conn *c)
 
 int vcxl_conn_on_readable(struct vcxl_conn *c)
 {
+	conn_cork(c);
 	for (int i = 0; i < CONN_BATCH && !c->dead && !c->tx_head; i++) {
 		if (!conn_step(c))
 			break;
 		if (c->cfg.max_batch && (unsigned)i + 1 >= c->cfg.max_batch && !conn_pending(c))
 			break; /* read-ahead bytes get no wake-up: go on while there are some */
 	}
+	conn_uncork(c);
 	return c->dead ? c->dead_err : 0;
 }
 

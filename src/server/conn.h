@@ -35,6 +35,9 @@
 #define CONN_STEP_US	 1000
 #define CONN_QUEUE_BYTES (16u << 20)
 #define NUM_IRQ_INDEX	 (VFIO_PCI_REQ_IRQ_INDEX + 1)
+/* A held reply at most this long (a larger one, or one with an fd, first
+ * sends what is held, then itself) */
+#define CONN_CORK_MAX 4096
 
 /* What a suspended handler waits for. */
 enum conn_wait {
@@ -177,6 +180,12 @@ struct vcxl_conn {
 	unsigned q_len;
 	unsigned q_fds; /* fds held by queued requests (VCXL_SRV_MAX_QUEUED_FDS) */
 	struct vcxl_tx *tx_head, *tx_tail;
+	/* Replies held while one turn of the loop serves requests the client sent
+	 * together (conn_cork): sent in one write at its end, so that the client
+	 * wakes once for them instead of once a reply */
+	bool corked;
+	uint8_t *ck_buf;
+	size_t ck_len, ck_cap;
 	uint16_t next_id;
 	struct vcxl_conn_stats st;
 	struct conn_mig mig;
@@ -236,6 +245,11 @@ void conn_msg_free(struct vcxl_msg *m);
 void conn_kill(struct vcxl_conn *c, int err);
 int conn_tx_flush(struct vcxl_conn *c);
 int conn_send(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd);
+/* Hold replies from now on (conn_uncork sends them, in one write) */
+void conn_cork(struct vcxl_conn *c);
+void conn_uncork(struct vcxl_conn *c);
+int conn_cork_flush(struct vcxl_conn *c); /* send what is held, staying corked */
+void conn_cork_free(struct vcxl_conn *c);
 void conn_send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply *r);
 /* Receive more of the current message: 1 = complete (*out), 0 = would block, <0 = close. */
 int conn_rx_step(struct vcxl_conn *c, struct vcxl_msg **out);

@@ -115,8 +115,8 @@ int conn_tx_flush(struct vcxl_conn *c)
 	return 0;
 }
 
-/* Send one message; on a full socket the rest is queued. */
-int conn_send(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd)
+/* Send one message now; on a full socket the rest is queued. */
+static int send_now(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd)
 {
 	unsigned nfds = fd >= 0 ? 1 : 0;
 	size_t total = 0;
@@ -140,6 +140,97 @@ int conn_send(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd)
 	return 0;
 }
 
+/* The held replies, in one write. */
+int conn_cork_flush(struct vcxl_conn *c)
+{
+	struct iovec v = {.iov_base = c->ck_buf, .iov_len = c->ck_len};
+
+	if (!c->ck_len)
+		return 0;
+	c->ck_len = 0;
+	return send_now(c, &v, 1, -1);
+}
+
+/* Append a reply to the held ones: false when it must go on its own (too
+ * large, or the buffer cannot grow). Bytes that fault kill the connection. */
+static bool cork_add(struct vcxl_conn *c, const struct iovec *iov, int iovcnt)
+{
+	size_t total = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (total > CONN_CORK_MAX)
+		return false;
+	if (c->ck_len + total > c->ck_cap) {
+		size_t cap = c->ck_cap ? c->ck_cap * 2 : CONN_CORK_MAX;
+		uint8_t *b;
+
+		while (cap < c->ck_len + total)
+			cap *= 2;
+		if (cap > CONN_CORK_MAX * 16 || !(b = realloc(c->ck_buf, cap)))
+			return false;
+		c->ck_buf = b;
+		c->ck_cap = cap;
+	}
+	for (int i = 0; i < iovcnt; i++) {
+		/* a REGION_READ reply may come straight from memory a client can
+		 * map: a fault there ends this connection, not the server */
+		if (vcxl_guarded_memcpy(c->ck_buf + c->ck_len, iov[i].iov_base, iov[i].iov_len)) {
+			conn_kill(c, -EFAULT);
+			return true;
+		}
+		c->ck_len += iov[i].iov_len;
+	}
+	return true;
+}
+
+/*
+ * Requests a client sends without waiting for each reply (QEMU's config load
+ * writes Command, maps BAR0, sets MSI-X, then changes the migration state and
+ * reads the decoders, all before it waits) reach the server together: each
+ * reply sent as it is made wakes the client's reader, which on a small host
+ * then preempts the server before its next request. Held while the next
+ * request comes from what one read brought (conn_step sends them before it
+ * reads the socket again) and at most until the loop's turn ends, they go in
+ * one write. A message with an fd, a large one, and a server->client request
+ * (conn_send) send what is held first, in order.
+ */
+void conn_cork(struct vcxl_conn *c)
+{
+	c->corked = true;
+}
+
+void conn_uncork(struct vcxl_conn *c)
+{
+	c->corked = false;
+	conn_cork_flush(c);
+}
+
+void conn_cork_free(struct vcxl_conn *c)
+{
+	free(c->ck_buf);
+	c->ck_buf = NULL;
+	c->ck_len = c->ck_cap = 0;
+	c->corked = false;
+}
+
+int conn_send(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd)
+{
+	int rc = conn_cork_flush(c);
+
+	return rc ? rc : send_now(c, iov, iovcnt, fd);
+}
+
+/* A reply: held while corked (no fd, small enough), else sent now. */
+static void send_reply(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, int fd)
+{
+	if (c->dead)
+		return;
+	if (c->corked && fd < 0 && !c->tx_head && cork_add(c, iov, iovcnt))
+		return;
+	conn_send(c, iov, iovcnt, fd);
+}
+
 void conn_send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply *r)
 {
 	struct vfio_user_hdr h = {
@@ -156,14 +247,14 @@ void conn_send_reply(struct vcxl_conn *c, const struct vcxl_msg *m, struct reply
 		h.error = (uint32_t)r->err;
 		c->st.errors++;
 		c->st.by_errno[r->err > 0 && r->err < VCXL_STATS_ERRNOS ? r->err : 0]++;
-		conn_send(c, iov, 1, -1);
+		send_reply(c, iov, 1, -1);
 		return;
 	}
 	for (int i = 0; i < r->iovcnt; i++) {
 		iov[n++] = r->iov[i];
 		h.msg_size += (uint32_t)r->iov[i].iov_len;
 	}
-	conn_send(c, iov, n, r->fd);
+	send_reply(c, iov, n, r->fd);
 }
 
 /* vfio-user spec "Header": a stream with a bad size or type cannot be resynchronised. */

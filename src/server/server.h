@@ -158,6 +158,7 @@ struct vcxl_bufio {
 	void (*on_fd)(void *opaque, int fd);
 	void *on_fd_opaque;
 	size_t max_out; /* 0 = unbounded; beyond it send returns -EAGAIN */
+	unsigned sends; /* send calls that took bytes (a client's wake-ups) */
 };
 extern const struct vcxl_io_ops vcxl_buf_io_ops;
 void vcxl_bufio_init(struct vcxl_bufio *b, const void *in, size_t len);

@@ -430,6 +430,7 @@ static ssize_t buf_io_send(void *io, const struct iovec *iov, int iovcnt, const 
 		b->out_len += iov[i].iov_len;
 	}
 	b->out_fds += nfds;
+	b->sends++;
 	for (unsigned i = 0; b->on_fd && i < nfds; i++)
 		b->on_fd(b->on_fd_opaque, fds[i]);
 	return (ssize_t)total;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "server/server.h"
+#include "../../src/server/conn.h" /* CONN_BATCH */
 #include "tap.h"
 #include "unit/fake_dev.h"
 
@@ -223,18 +224,22 @@ static void test_bufio(void)
 	is(f.gone, 1, "client_gone");
 	vcxl_bufio_fini(&b);
 
-	/* backpressure: output capped, reading stops until flushed */
+	/* backpressure: output capped, reading stops until flushed (the replies
+	 * to what one read brought are held, then sent together) */
 	at = 0;
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 100; i++)
 		at = put_msg(in, at, (uint16_t)(10 + i), VFIO_USER_REGION_READ, &ra, sizeof(ra));
 	vcxl_bufio_init(&b, in, at);
 	b.max_out = 0;
 	c = vcxl_conn_create(NULL, &fake_dev_ops, &f, &vcxl_buf_io_ops, &b);
 	/* not negotiated: every reply is a 16-byte EINVAL */
-	rc = vcxl_conn_on_readable(c);
-	is(rc, -ECONNRESET, "first batch runs to EOF");
+	rc = 0;
+	for (int i = 0; i < 4 && !rc; i++)
+		rc = vcxl_conn_on_readable(c);
+	is(rc, -ECONNRESET, "two batches run to EOF");
 	ok(!vcxl_conn_wants_write(c), "fits");
-	ok(b.out_len == 8 * 16, "all eight error replies out");
+	ok(b.out_len == 100 * 16, "all 100 error replies out");
+	is(b.sends, 2, "in one send a batch (CONN_BATCH of one read), then the rest of the read");
 	vcxl_conn_destroy(c);
 	vcxl_bufio_fini(&b);
 
@@ -246,12 +251,78 @@ static void test_bufio(void)
 	ok(vcxl_conn_wants_write(c), "output queued");
 	struct vcxl_conn_stats st;
 	vcxl_conn_get_stats(c, &st);
-	is(st.msgs, 3, "handling stopped behind the queue (3 of 8 answered)");
+	is(st.msgs, CONN_BATCH, "one batch handled, its replies queued");
+	is(vcxl_conn_on_readable(c), 0, "readable again");
+	vcxl_conn_get_stats(c, &st);
+	is(st.msgs, CONN_BATCH, "handling stopped behind the queue (%llu of 100 answered)",
+	   (unsigned long long)st.msgs);
 	b.max_out = 0;
 	/* the flush goes on with the requests already read ahead, to the EOF */
 	is(vcxl_conn_on_writable(c), -ECONNRESET, "flush, then the read-ahead rest, then EOF");
 	ok(!vcxl_conn_wants_write(c), "queue empty");
-	is(b.out_len, 8 * 16, "rest handled after the flush");
+	is(b.out_len, 100 * 16, "rest handled after the flush");
+	vcxl_conn_destroy(c);
+	vcxl_bufio_fini(&b);
+	fake_dev_fini(&f);
+}
+
+static void count_fd_send(void *opaque, int fd)
+{
+	struct vcxl_bufio *b = opaque;
+
+	(void)fd;
+	b->on_fd_opaque = (void *)(uintptr_t)b->sends; /* the send that carried it */
+}
+
+/* Replies to requests that came together go in one send; a reply with an fd
+ * sends the held ones first and goes in a send of its own; nothing is held
+ * across a read of the transport. */
+static void test_cork(void)
+{
+	static uint8_t in[4096];
+	struct fake_dev f;
+	struct vcxl_bufio b;
+	struct vcxl_conn *c;
+	const struct vfio_user_hdr *h;
+	const char *caps = "{\"capabilities\":{\"max_msg_fds\":4}}";
+	uint8_t ver[64] = {0};
+	struct vfio_user_region_access ra = {.offset = 0, .region = 7, .count = 2};
+	struct vfio_region_info ri = {.argsz = sizeof(ri), .index = 0};
+	size_t at = 0, off = 0;
+	unsigned fd_send;
+	int rc = 0, efd = eventfd(0, EFD_CLOEXEC);
+	bool order = true;
+
+	fake_dev_init(&f);
+	memcpy(ver + 4, caps, strlen(caps) + 1);
+	at = put_msg(in, at, 1, VFIO_USER_VERSION, ver, 4 + strlen(caps) + 1);
+	at = put_msg(in, at, 2, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	at = put_msg(in, at, 3, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	at = put_msg(in, at, 4, VFIO_USER_DEVICE_GET_REGION_INFO, &ri, sizeof(ri)); /* BAR0: fd */
+	at = put_msg(in, at, 5, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	vcxl_bufio_init(&b, in, 0);
+	vcxl_bufio_add_fd(&b, at, efd); /* the next read ends after message 6 */
+	at = put_msg(in, at, 6, 77, NULL, 0);
+	at = put_msg(in, at, 7, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	b.in_len = at;
+	b.on_fd = count_fd_send;
+	b.on_fd_opaque = &b;
+	c = vcxl_conn_create(NULL, &fake_dev_ops, &f, &vcxl_buf_io_ops, &b);
+	while (!rc)
+		rc = vcxl_conn_on_readable(c);
+	fd_send = (unsigned)(uintptr_t)b.on_fd_opaque;
+	is(rc, -ECONNRESET, "cork: input consumed to EOF");
+	for (uint16_t id = 1; id <= 7; id++) {
+		h = out_msg(&b, &off);
+		order &= h && h->msg_id == id;
+	}
+	ok(order && !out_msg(&b, &off), "seven replies, in the requests' order");
+	is(b.out_fds, 1, "BAR0's fd sent");
+	/* reads: 1-6 (up to the message with the client's fd), then 7. Sends: 1-3
+	 * held, then out before 4 (with its fd); 5 and 6 held until the next read;
+	 * 7 before the read that finds the EOF */
+	is(b.sends, 4, "four sends for seven replies (%u)", b.sends);
+	is(fd_send, 2, "the fd went with the second send, after the replies held before it");
 	vcxl_conn_destroy(c);
 	vcxl_bufio_fini(&b);
 	fake_dev_fini(&f);
@@ -262,5 +333,6 @@ int main(void)
 	test_sockets();
 	test_bufio();
 	test_readahead_fds();
+	test_cork();
 	return done();
 }
