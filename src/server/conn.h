@@ -266,6 +266,7 @@ int conn_handle_irq_info(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *
 int conn_handle_set_irqs(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r);
 void conn_irq_index_free(struct irq_index *q);
 void conn_irq_rearm_all(struct vcxl_conn *c);
+void conn_irq_warm(void); /* the eventfd check's first lookups, done now */
 void conn_irq(void *opaque, enum vcxl_irq_type type, unsigned vector);
 void conn_nodev_irq(void *opaque, enum vcxl_irq_type type, unsigned vector);
 

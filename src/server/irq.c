@@ -9,6 +9,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,6 +110,23 @@ static int irq_check_eventfd(int fd)
 	if (errno != ENOENT || fstat(fd, &st) < 0)
 		return -EINVAL;
 	return (st.st_mode & S_IFMT) == 0 ? 0 : -EINVAL;
+}
+
+/*
+ * The first check in a server process costs the lookups that instantiate
+ * /proc/self/fd's entries: 45-58 us in a migration's downtime on these VMs
+ * (QEMU's config load sets the MSI-X vectors' eventfds again there), against
+ * a few once they are cached. Checking an eventfd of its own first moves that
+ * out of the downtime (the destination's arc into RESUMING).
+ */
+void conn_irq_warm(void)
+{
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	irq_check_eventfd(fd);
+	close(fd);
 }
 
 /* Signal without ever blocking: the file description is the client's, so
