@@ -47,6 +47,10 @@ void conn_msg_free(struct vcxl_msg *m)
 void conn_kill(struct vcxl_conn *c, int err)
 {
 	if (!c->dead) {
+		/* replies held for requests handled before the end go out first,
+		 * as they would have uncorked (a failed send comes back here with
+		 * nothing held) */
+		conn_cork_flush(c);
 		c->dead = true;
 		c->dead_err = err ? err : -EIO;
 	}
@@ -155,7 +159,7 @@ int conn_cork_flush(struct vcxl_conn *c)
  * large, or the buffer cannot grow). Bytes that fault kill the connection. */
 static bool cork_add(struct vcxl_conn *c, const struct iovec *iov, int iovcnt)
 {
-	size_t total = 0;
+	size_t total = 0, mark = c->ck_len;
 
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
@@ -174,8 +178,10 @@ static bool cork_add(struct vcxl_conn *c, const struct iovec *iov, int iovcnt)
 	}
 	for (int i = 0; i < iovcnt; i++) {
 		/* a REGION_READ reply may come straight from memory a client can
-		 * map: a fault there ends this connection, not the server */
+		 * map: a fault there ends this connection, not the server (the
+		 * replies held before it still go, without its part) */
 		if (vcxl_guarded_memcpy(c->ck_buf + c->ck_len, iov[i].iov_base, iov[i].iov_len)) {
+			c->ck_len = mark;
 			conn_kill(c, -EFAULT);
 			return true;
 		}

@@ -325,6 +325,35 @@ static void test_cork(void)
 	is(fd_send, 2, "the fd went with the second send, after the replies held before it");
 	vcxl_conn_destroy(c);
 	vcxl_bufio_fini(&b);
+
+	/* a stream that breaks after three requests in the same read: their
+	 * replies still go, before the connection ends */
+	at = 0;
+	at = put_msg(in, at, 1, VFIO_USER_VERSION, ver, 4 + strlen(caps) + 1);
+	at = put_msg(in, at, 2, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	at = put_msg(in, at, 3, VFIO_USER_REGION_READ, &ra, sizeof(ra));
+	{
+		struct vfio_user_hdr bad = {.msg_id = 4,
+					    .command = VFIO_USER_REGION_READ,
+					    .msg_size = 8}; /* below the header: no resync */
+		memcpy(in + at, &bad, sizeof(bad));
+		at += sizeof(bad);
+	}
+	vcxl_bufio_init(&b, in, at);
+	c = vcxl_conn_create(NULL, &fake_dev_ops, &f, &vcxl_buf_io_ops, &b);
+	rc = 0;
+	for (int i = 0; i < 4 && !rc; i++)
+		rc = vcxl_conn_on_readable(c);
+	is(rc, -EPROTO, "cork: a broken header ends the connection");
+	off = 0;
+	order = true;
+	for (uint16_t id = 1; id <= 3; id++) {
+		h = out_msg(&b, &off);
+		order &= h && h->msg_id == id;
+	}
+	ok(order && !out_msg(&b, &off), "the three replies held before it went out, in order");
+	vcxl_conn_destroy(c);
+	vcxl_bufio_fini(&b);
 	fake_dev_fini(&f);
 }
 
