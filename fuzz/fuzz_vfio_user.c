@@ -397,6 +397,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	fz_quiet();
+	vcxl_irq_init(); /* the server's, before its loop: not the input's */
 	/* per input: libFuzzer itself opens fds between inputs (the symbolizer
 	 * it starts for a NEW_FUNC line keeps two pipes and /dev/null) */
 	fds_at_start = count_fds();

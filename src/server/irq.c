@@ -92,17 +92,37 @@ static int irq_index_get(struct vcxl_conn *c, uint32_t index, struct irq_index *
 	return 0;
 }
 
+/* /proc/self/fd, opened once: each check then looks up one name in it
+ * instead of walking /proc/self/fd/N (in a fresh process here, 9 against
+ * 15 us on average); -1 without /proc */
+static int proc_fd_dir(void)
+{
+	static int dir = -2;
+
+	if (dir == -2)
+		dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return dir;
+}
+
+void vcxl_irq_init(void)
+{
+	proc_fd_dir();
+}
+
 /* An fd the client hands over as an eventfd must be one: the server writes
  * to it, and a pipe or socket could block that write. Without /proc, any
  * anonymous inode is taken (their write either signals or fails at once). */
 static int irq_check_eventfd(int fd)
 {
-	char path[40], link[sizeof(IRQ_EVENTFD_LINK) + 1];
+	char name[16], link[sizeof(IRQ_EVENTFD_LINK) + 1];
+	int dir = proc_fd_dir();
 	struct stat st;
-	ssize_t n;
+	ssize_t n = -1;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
+	errno = ENOENT;
+	snprintf(name, sizeof(name), "%d", fd);
+	if (dir >= 0)
+		n = readlinkat(dir, name, link, sizeof(link) - 1);
 	if (n >= 0) {
 		link[n] = 0;
 		return strcmp(link, IRQ_EVENTFD_LINK) ? -EINVAL : 0;
@@ -115,9 +135,10 @@ static int irq_check_eventfd(int fd)
 /*
  * The first check in a server process costs the lookups that instantiate
  * /proc/self/fd's entries: 45-58 us in a migration's downtime on these VMs
- * (QEMU's config load sets the MSI-X vectors' eventfds again there), against
- * a few once they are cached. Checking an eventfd of its own first moves that
- * out of the downtime (the destination's arc into RESUMING).
+ * (QEMU's config load sets the MSI-X vectors' eventfds again there).
+ * Checking an eventfd of its own first moves part of that out of the
+ * downtime (the destination's arc into RESUMING): 35-42 us, and 24-27 with
+ * the directory held (proc_fd_dir).
  */
 void conn_irq_warm(void)
 {

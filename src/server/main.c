@@ -1068,6 +1068,7 @@ int main(int argc, char **argv)
 	notify_fd = open_notify();
 	if (o.user && (rc = drop_privileges(&o)))
 		goto out;
+	vcxl_irq_init();
 	/* every socket listens, the log says so, privileges are dropped: ready */
 	vcxl_log_release(true);
 	notify(notify_fd, VCXL_NOTIFY_READY);

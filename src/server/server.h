@@ -40,6 +40,9 @@ void vcxl_log(enum vcxl_log_level lvl, const char *fmt, ...) __attribute__((form
  * vcxl_log_release(): printed (in order, with their times) once the start
  * succeeded, dropped when it was refused, so that a refused start prints its
  * error as its only line. Warnings and errors are never held. */
+/* The eventfd checks' directory (/proc/self/fd), opened once: before the
+ * loop, so that a client's first SET_IRQS does not add an fd for good */
+void vcxl_irq_init(void);
 void vcxl_log_hold(void);
 void vcxl_log_release(bool print);
 bool vcxl_log_held(void);
