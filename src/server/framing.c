@@ -56,12 +56,25 @@ void conn_kill(struct vcxl_conn *c, int err)
 	}
 }
 
+/* iov's bytes into dst: 0, or -EFAULT. A REGION_READ reply may come straight
+ * from memory a client can map: a fault there ends this connection (the
+ * caller's), not the server. */
+static int iov_copy_guarded(uint8_t *dst, const struct iovec *iov, int iovcnt)
+{
+	for (int i = 0; i < iovcnt; i++) {
+		if (vcxl_guarded_memcpy(dst, iov[i].iov_base, iov[i].iov_len))
+			return -EFAULT;
+		dst += iov[i].iov_len;
+	}
+	return 0;
+}
+
 /* Queue what could not be sent now; the loop flushes it on EPOLLOUT. */
 static int tx_queue(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, size_t skip, int fd,
 		    unsigned nfds)
 {
 	struct vcxl_tx *t = calloc(1, sizeof(*t));
-	size_t total = 0, off = 0;
+	size_t total = 0;
 
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
@@ -70,16 +83,11 @@ static int tx_queue(struct vcxl_conn *c, const struct iovec *iov, int iovcnt, si
 		conn_kill(c, -ENOMEM);
 		return -ENOMEM;
 	}
-	for (int i = 0; i < iovcnt; i++) {
-		/* a REGION_READ reply may come straight from memory a client can
-		 * map: a fault there ends this connection, not the server */
-		if (vcxl_guarded_memcpy(t->buf + off, iov[i].iov_base, iov[i].iov_len)) {
-			free(t->buf);
-			free(t);
-			conn_kill(c, -EFAULT);
-			return -EFAULT;
-		}
-		off += iov[i].iov_len;
+	if (iov_copy_guarded(t->buf, iov, iovcnt)) {
+		free(t->buf);
+		free(t);
+		conn_kill(c, -EFAULT);
+		return -EFAULT;
 	}
 	t->len = total;
 	t->off = skip;
@@ -156,10 +164,11 @@ int conn_cork_flush(struct vcxl_conn *c)
 }
 
 /* Append a reply to the held ones: false when it must go on its own (too
- * large, or the buffer cannot grow). Bytes that fault kill the connection. */
+ * large, or the buffer cannot grow). Bytes that fault kill the connection;
+ * the replies held before it still go, without its part. */
 static bool cork_add(struct vcxl_conn *c, const struct iovec *iov, int iovcnt)
 {
-	size_t total = 0, mark = c->ck_len;
+	size_t total = 0;
 
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
@@ -176,17 +185,10 @@ static bool cork_add(struct vcxl_conn *c, const struct iovec *iov, int iovcnt)
 		c->ck_buf = b;
 		c->ck_cap = cap;
 	}
-	for (int i = 0; i < iovcnt; i++) {
-		/* a REGION_READ reply may come straight from memory a client can
-		 * map: a fault there ends this connection, not the server (the
-		 * replies held before it still go, without its part) */
-		if (vcxl_guarded_memcpy(c->ck_buf + c->ck_len, iov[i].iov_base, iov[i].iov_len)) {
-			c->ck_len = mark;
-			conn_kill(c, -EFAULT);
-			return true;
-		}
-		c->ck_len += iov[i].iov_len;
-	}
+	if (iov_copy_guarded(c->ck_buf + c->ck_len, iov, iovcnt))
+		conn_kill(c, -EFAULT);
+	else
+		c->ck_len += total;
 	return true;
 }
 
