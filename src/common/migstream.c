@@ -44,6 +44,23 @@ uint32_t vcxl_crc32(uint32_t crc, const void *p, size_t n)
 	return (uint32_t)crc32_z(crc, p, n);
 }
 
+/* The CRC of a followed by b, from their CRCs and b's length (zlib's
+ * crc32_combine: a few table steps, not a pass over b) */
+static uint32_t crc32_join(uint32_t a, uint32_t b, uint64_t blen)
+{
+	return (uint32_t)crc32_combine64(a, b, (z_off64_t)blen);
+}
+
+/* A section's part of the stream CRC (END covers every byte before END's
+ * head): its head, its payload by the payload's CRC, its zero padding */
+static uint32_t crc_section(uint32_t crc, const uint8_t *head, uint32_t payload_crc,
+			    uint64_t plen, const uint8_t *pad, size_t padlen)
+{
+	crc = vcxl_crc32(crc, head, VCXL_MIG_SEC_HDR_LEN);
+	crc = crc32_join(crc, payload_crc, plen);
+	return vcxl_crc32(crc, pad, padlen);
+}
+
 /* ---- writer ---- */
 
 int vcxl_mig_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -135,6 +152,7 @@ int vcxl_mig_begin(struct vcxl_mig_buf *b, const struct vcxl_mig_geom *g)
 {
 	uint8_t *h = vcxl_mig_reserve(b, VCXL_MIG_HDR_LEN);
 
+	b->body_crc = 0;
 	if (!h)
 		return b->err;
 	vcxl_mig_wr64(h + H_MAGIC, VCXL_MIG_MAGIC);
@@ -343,8 +361,11 @@ static int sec_close(struct vcxl_mig_buf *b, bool code)
 	if (b->count_only)
 		return 0;
 	uint8_t *h = b->data + b->sec_at;
+	uint32_t crc = vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen);
+
 	vcxl_mig_wr64(h + S_LEN, plen);
-	vcxl_mig_wr32(h + S_CRC, vcxl_crc32(0, h + VCXL_MIG_SEC_HDR_LEN, plen));
+	vcxl_mig_wr32(h + S_CRC, crc);
+	b->body_crc = crc_section(b->body_crc, h, crc, plen, h + VCXL_MIG_SEC_HDR_LEN + plen, pad);
 	return 0;
 }
 
@@ -406,7 +427,9 @@ int vcxl_mig_finish(struct vcxl_mig_buf *b)
 		vcxl_mig_wr64(b->data + H_LEN, b->len);
 		vcxl_mig_wr32(b->data + H_CRC, 0);
 		vcxl_mig_wr32(b->data + H_CRC, vcxl_crc32(0, b->data, VCXL_MIG_HDR_LEN));
-		vcxl_mig_wr32(e, vcxl_crc32(0, b->data, end_at));
+		/* the sections' bytes by the CRCs their closing kept (b->body_crc) */
+		vcxl_mig_wr32(e, crc32_join(vcxl_crc32(0, b->data, VCXL_MIG_HDR_LEN), b->body_crc,
+					    end_at - VCXL_MIG_HDR_LEN));
 		vcxl_mig_wr32(e + 4, nsec);
 	}
 	return vcxl_mig_sec_end(b);
@@ -544,6 +567,7 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 {
 	const uint8_t *h;
 	uint64_t plen, padded;
+	uint32_t crc;
 
 	if (it->ended)
 		return 0;
@@ -571,7 +595,9 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 				     vcxl_mig_sec_name(*type), (unsigned long long)plen);
 	*p = h + VCXL_MIG_SEC_HDR_LEN;
 	*len = plen;
-	if (vcxl_crc32(0, *p, plen) != vcxl_mig_rd32(h + S_CRC))
+	if (*type == VCXL_MIG_SEC_END)
+		crc = 0; /* END's payload is not its own checksum's */
+	else if ((crc = vcxl_crc32(0, *p, plen)) != vcxl_mig_rd32(h + S_CRC))
 		return vcxl_mig_fail(err, errlen, "section %s: checksum mismatch",
 				     vcxl_mig_sec_name(*type));
 	for (uint64_t i = plen; i < padded; i++)
@@ -584,7 +610,10 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 		if (plen != VCXL_MIG_END_LEN)
 			return vcxl_mig_fail(err, errlen, "END section of %llu bytes",
 					     (unsigned long long)plen);
-		if (vcxl_mig_rd32(*p) != vcxl_crc32(0, it->s, it->off))
+		/* every byte before END's head: the header, then each section by
+		 * the CRC its check above computed (it->body_crc) */
+		if (vcxl_mig_rd32(*p) != crc32_join(vcxl_crc32(0, it->s, VCXL_MIG_HDR_LEN),
+						    it->body_crc, it->off - VCXL_MIG_HDR_LEN))
 			return vcxl_mig_fail(err, errlen, "stream checksum mismatch");
 		if (vcxl_mig_rd32(*p + 4) != it->nsec)
 			return vcxl_mig_fail(err, errlen,
@@ -614,6 +643,8 @@ int vcxl_mig_next(struct vcxl_mig_iter *it, uint32_t *type, uint32_t *flags, con
 		it->decoded = d;
 		*p = d->data;
 	}
+	it->body_crc =
+	    crc_section(it->body_crc, h, crc, plen, h + VCXL_MIG_SEC_HDR_LEN + plen, padded - plen);
 	it->off += VCXL_MIG_SEC_HDR_LEN + padded;
 	it->last_type = *type;
 	it->nsec++;

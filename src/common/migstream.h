@@ -160,6 +160,7 @@ struct vcxl_mig_buf {
 	int err;	 /* first error (sticky): -ENOMEM, -EFBIG */
 	size_t sec_at;	 /* head of the open section */
 	uint32_t nsec;
+	uint32_t body_crc; /* CRC-32 of the closed sections' bytes (END's CRC without the header) */
 	/* The stream's owner's sections (types VCXL_MIG_SEC_SRV_*), written by
 	 * vcxl_mig_finish() before END: NULL for none */
 	void (*tail)(struct vcxl_mig_buf *b, void *opaque);
@@ -194,6 +195,7 @@ struct vcxl_mig_iter {
 	bool ended;
 	void *decoded;	      /* decoded payloads handed out, freed by vcxl_mig_close */
 	uint64_t decoded_len; /* their bytes, at most VCXL_MIG_ZR_TOTAL_MAX */
+	uint32_t body_crc;    /* CRC-32 of the sections read so far, heads and padding too */
 };
 /* Check the header (magic, version, length, CRC): 0, or -EINVAL with err. */
 int vcxl_mig_open(struct vcxl_mig_iter *it, const void *s, size_t len, struct vcxl_mig_hdr *h,

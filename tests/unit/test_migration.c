@@ -1901,6 +1901,10 @@ static void zr_stream(struct vcxl_mig_buf *b, const uint8_t *coded, size_t n, ui
 	h = b->data + b->sec_at;
 	h[4] |= VCXL_MIG_SEC_ZERO_RUNS; /* the flags field, little-endian */
 	vcxl_mig_finish(b);
+	/* the writer's END CRC is of the bytes as each section closed: the flag
+	 * set after is sealed by hand (END: its head, then CRC and count) */
+	size_t end_at = b->len - VCXL_MIG_SEC_HDR_LEN - VCXL_MIG_END_LEN;
+	vcxl_mig_wr32(b->data + end_at + VCXL_MIG_SEC_HDR_LEN, vcxl_crc32(0, b->data, end_at));
 }
 
 static int zr_read(const struct vcxl_mig_buf *b, char *err, size_t errlen)
@@ -1985,6 +1989,42 @@ static void test_zero_runs(void)
 	ok(!trip && coded && slen < 512, "64 KiB with two bytes set: a %zu-byte stream", slen);
 	memset(raw, 0x5a, 4096);
 	ok(!zr_trip(raw, 4096, &coded, &slen) && !coded, "4 KiB without a zero: not coded");
+
+	/* END's CRC is kept as sections close (their CRCs joined, not a pass over
+	 * the stream): the same value as one pass over every byte before END */
+	{
+		struct vcxl_mig_geom g = {.vendor = 0x1234, .mem_size = 1 << 20};
+		struct vcxl_mig_buf w = {0};
+		struct iovec part = {raw, 65536};
+		size_t end_at;
+
+		memset(raw, 0, 65536);
+		raw[7] = 9;
+		raw[40000] = 1;
+		vcxl_mig_begin(&w, &g);
+		vcxl_mig_sec_begin(&w, VCXL_MIG_SEC_VCFG, 0);
+		vcxl_mig_put(&w, "odd", 3); /* 5 bytes of padding */
+		vcxl_mig_sec_end(&w);
+		vcxl_mig_put_section(&w, VCXL_MIG_SEC_VCOMP, 0, &part, 1); /* coded */
+		vcxl_mig_sec_begin(&w, VCXL_MIG_SEC_VMBOX, 0);
+		vcxl_mig_put_u32(&w, 0xabcdef01);
+		vcxl_mig_sec_end(&w);
+		vcxl_mig_finish(&w);
+		end_at = w.len - VCXL_MIG_SEC_HDR_LEN - VCXL_MIG_END_LEN;
+		ok(!w.err && vcxl_mig_rd32(w.data + end_at + VCXL_MIG_SEC_HDR_LEN) ==
+				 vcxl_crc32(0, w.data, end_at),
+		   "END's CRC (sections' CRCs joined) is the CRC of the %zu bytes before END", end_at);
+		is(zr_read(&w, err, sizeof(err)), 0, "and reads (the reader joins them too)");
+		w.data[VCXL_MIG_HDR_LEN + VCXL_MIG_SEC_HDR_LEN + 3] = 1; /* VCFG's padding */
+		ok(zr_read(&w, err, sizeof(err)) == -EINVAL && strstr(err, "padding"),
+		   "a padding byte set: refused (%s)", err);
+		w.data[VCXL_MIG_HDR_LEN + VCXL_MIG_SEC_HDR_LEN + 3] = 0;
+		vcxl_mig_wr32(w.data + end_at + VCXL_MIG_SEC_HDR_LEN,
+			      vcxl_crc32(0, w.data, end_at) ^ 1);
+		ok(zr_read(&w, err, sizeof(err)) == -EINVAL && strstr(err, "stream checksum"),
+		   "END's CRC off by a bit: refused (%s)", err);
+		vcxl_mig_buf_free(&w);
+	}
 
 	/* hostile coded payloads: each refused with a reason, nothing read past the end */
 	memset(c, 0, sizeof(c));
