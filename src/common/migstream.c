@@ -53,8 +53,8 @@ static uint32_t crc32_join(uint32_t a, uint32_t b, uint64_t blen)
 
 /* A section's part of the stream CRC (END covers every byte before END's
  * head): its head, its payload by the payload's CRC, its zero padding */
-static uint32_t crc_section(uint32_t crc, const uint8_t *head, uint32_t payload_crc,
-			    uint64_t plen, const uint8_t *pad, size_t padlen)
+static uint32_t crc_section(uint32_t crc, const uint8_t *head, uint32_t payload_crc, uint64_t plen,
+			    const uint8_t *pad, size_t padlen)
 {
 	crc = vcxl_crc32(crc, head, VCXL_MIG_SEC_HDR_LEN);
 	crc = crc32_join(crc, payload_crc, plen);
@@ -220,11 +220,36 @@ static size_t zr_zeros(const uint8_t *p, size_t i, size_t n)
 	return j - i;
 }
 
+/* A piece known to be n zero bytes (raw NULL), nothing read: it lengthens the
+ * last record when that one is zeros alone, so that the coding is the same as
+ * of the zero bytes themselves; else one record. */
+static bool zr_code_zeros(size_t n, uint8_t *out, size_t *op, size_t limit, size_t *last)
+{
+	size_t o = *op;
+
+	if (*last != SIZE_MAX && !vcxl_mig_rd32(out + *last + 4) &&
+	    n <= UINT32_MAX - vcxl_mig_rd32(out + *last)) {
+		vcxl_mig_wr32(out + *last, (uint32_t)(vcxl_mig_rd32(out + *last) + n));
+		return true;
+	}
+	if (o + VCXL_MIG_ZR_REC_LEN > limit || n > UINT32_MAX)
+		return false;
+	vcxl_mig_wr32(out + o, (uint32_t)n);
+	vcxl_mig_wr32(out + o + 4, 0);
+	*last = o;
+	*op = o + VCXL_MIG_ZR_REC_LEN;
+	return true;
+}
+
 /* The records of raw[0, n) appended at out + *o: false when they would pass
- * limit bytes of out. */
-static bool zr_code_into(const uint8_t *raw, size_t n, uint8_t *out, size_t *op, size_t limit)
+ * limit bytes of out. *last: where the last record went (SIZE_MAX: none). */
+static bool zr_code_into(const uint8_t *raw, size_t n, uint8_t *out, size_t *op, size_t limit,
+			 size_t *last)
 {
 	size_t i = 0, o = *op;
+
+	if (!raw)
+		return !n || zr_code_zeros(n, out, op, limit, last);
 
 	while (i < n) {
 		size_t z = zr_zeros(raw, i, n), lit = i + z, end;
@@ -249,6 +274,7 @@ static bool zr_code_into(const uint8_t *raw, size_t n, uint8_t *out, size_t *op,
 		vcxl_mig_wr32(out + o, (uint32_t)z);
 		vcxl_mig_wr32(out + o + 4, (uint32_t)(end - lit));
 		memcpy(out + o + VCXL_MIG_ZR_REC_LEN, raw + lit, end - lit);
+		*last = o;
 		o += VCXL_MIG_ZR_REC_LEN + (end - lit);
 		i = end;
 	}
@@ -267,12 +293,12 @@ static bool zr_worth(size_t n, size_t *limit)
  * that saves less than a quarter (the section then stays as it is). */
 static size_t zr_code(const uint8_t *raw, size_t n, uint8_t *out)
 {
-	size_t o = VCXL_MIG_ZR_HDR_LEN, limit;
+	size_t o = VCXL_MIG_ZR_HDR_LEN, limit, last = SIZE_MAX;
 
 	if (!zr_worth(n, &limit))
 		return 0;
 	vcxl_mig_wr64(out, n);
-	return zr_code_into(raw, n, out, &o, limit) ? o : 0;
+	return zr_code_into(raw, n, out, &o, limit, &last) ? o : 0;
 }
 
 /* Replace the open section's payload by its coding when that pays. */
@@ -377,7 +403,7 @@ int vcxl_mig_sec_end(struct vcxl_mig_buf *b)
 int vcxl_mig_put_section(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags,
 			 const struct iovec *parts, unsigned nparts)
 {
-	size_t total = 0, limit, at, o = VCXL_MIG_ZR_HDR_LEN;
+	size_t total = 0, limit, at, o = VCXL_MIG_ZR_HDR_LEN, last = SIZE_MAX;
 	uint8_t *out;
 	bool coded = true;
 
@@ -395,7 +421,8 @@ int vcxl_mig_put_section(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags,
 			return b->err;
 		vcxl_mig_wr64(out, total);
 		for (unsigned i = 0; i < nparts && coded; i++)
-			coded = zr_code_into(parts[i].iov_base, parts[i].iov_len, out, &o, limit);
+			coded = zr_code_into(parts[i].iov_base, parts[i].iov_len, out, &o, limit,
+					     &last);
 		b->len = at + (coded ? o : 0);
 		if (coded) {
 			uint8_t *h = b->data + b->sec_at;
@@ -406,7 +433,10 @@ int vcxl_mig_put_section(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags,
 		}
 	}
 	for (unsigned i = 0; i < nparts; i++)
-		vcxl_mig_put(b, parts[i].iov_base, parts[i].iov_len);
+		if (parts[i].iov_base)
+			vcxl_mig_put(b, parts[i].iov_base, parts[i].iov_len);
+		else
+			vcxl_mig_reserve(b, parts[i].iov_len); /* zeroed */
 	return sec_close(b, false); /* coding did not pay: no second try */
 }
 

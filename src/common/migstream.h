@@ -179,7 +179,8 @@ int vcxl_mig_sec_end(struct vcxl_mig_buf *b);
 /* A whole section whose payload is the parts one after the other, zero-run
  * coded straight from them when that saves a quarter or more, else copied as
  * they are: no raw copy of the payload is made to code it (a component
- * block's register file is 128 KiB, nearly all zero). 0 or b->err. */
+ * block's register file is 128 KiB, nearly all zero). A part with iov_base
+ * NULL is iov_len zero bytes, coded without reading anything. 0 or b->err. */
 int vcxl_mig_put_section(struct vcxl_mig_buf *b, uint32_t type, uint32_t flags,
 			 const struct iovec *parts, unsigned nparts);
 /* The END section, stream_len and the header CRC. */

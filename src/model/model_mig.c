@@ -175,10 +175,9 @@ int model_mig_dirty_clear(void *dev, uint64_t dpa, uint64_t len, const uint64_t 
 
 static int save_rf(struct vcxl_mig_buf *b, uint32_t type, const struct vcxl_regfile *rf)
 {
-	struct iovec iov[2];
+	struct iovec iov[VCXL_RF_STATE_IOV];
 
-	vcxl_rf_state_iov(rf, iov);
-	return vcxl_mig_put_section(b, type, 0, iov, 2);
+	return vcxl_mig_put_section(b, type, 0, iov, vcxl_rf_state_iov(rf, iov));
 }
 
 static void save_job(struct vcxl_model *m, struct vcxl_mig_buf *b)

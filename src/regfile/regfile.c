@@ -47,6 +47,13 @@ static bool rf_range_ok(const struct vcxl_regfile *rf, uint32_t off, uint64_t le
 	return len <= rf->size && off <= rf->size - len;
 }
 
+/* Bytes up to end (within the file) may now be non-zero: zero_from follows */
+static void rf_may_set(struct vcxl_regfile *rf, uint32_t end)
+{
+	if (end > rf->zero_from)
+		rf->zero_from = end;
+}
+
 /* Little-endian load of n bytes at off (0 outside the file). */
 static inline uint64_t rf_load(const struct vcxl_regfile *rf, uint32_t off, unsigned n)
 {
@@ -120,13 +127,16 @@ int vcxl_rf_define(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint64
 			break;
 		case VCXL_RF_RW:
 			rf->wmask[i] |= m;
+			rf_may_set(rf, i + 1);
 			break;
 		case VCXL_RF_RW1C:
 			rf->w1c[i] |= m;
+			rf_may_set(rf, i + 1);
 			break;
 		case VCXL_RF_RWO:
 			rf->rwo[i] |= m;
 			rf->rwo_armed[i] |= m;
+			rf_may_set(rf, i + 1);
 			break;
 		case VCXL_RF_RSVD:
 			rf->rsvd[i] |= m;
@@ -148,6 +158,8 @@ int vcxl_rf_init_val(struct vcxl_regfile *rf, uint32_t off, unsigned width, uint
 		v &= (uint8_t)~rf->rsvd[off + b];
 		rf->val[off + b] = v;
 		rf->reset_val[off + b] = v;
+		if (v)
+			rf_may_set(rf, off + b + 1);
 	}
 	vcxl_rf_update_locks(rf);
 	return 0;
@@ -533,6 +545,8 @@ uint64_t vcxl_rf_get64(const struct vcxl_regfile *rf, uint32_t off)
 
 static void rf_set_bytes(struct vcxl_regfile *rf, uint32_t off, unsigned n, uint64_t v)
 {
+	uint64_t stored = 0;
+
 	if (!rf_range_ok(rf, off, n))
 		return;
 	if (n == 4) {
@@ -540,10 +554,13 @@ static void rf_set_bytes(struct vcxl_regfile *rf, uint32_t off, unsigned n, uint
 		memcpy(&rsvd, rf->rsvd + off, 4);
 		le = htole32((uint32_t)v) & ~rsvd;
 		memcpy(rf->val + off, &le, 4);
+		stored = le;
 	} else {
 		for (unsigned b = 0; b < n; b++)
-			rf->val[off + b] = (uint8_t)((v >> (8 * b)) & ~rf->rsvd[off + b]);
+			stored |= rf->val[off + b] = (uint8_t)((v >> (8 * b)) & ~rf->rsvd[off + b]);
 	}
+	if (stored)
+		rf_may_set(rf, off + n);
 	for (uint32_t d = off / 4; d <= (off + n - 1) / 4; d++)
 		if (rf->dw_cond[d])
 			rf_eval_cond_dword(rf, d);
@@ -594,10 +611,17 @@ void vcxl_rf_save(const struct vcxl_regfile *rf, uint8_t *out)
 	memcpy(out + rf->size, rf->rwo_armed, rf->size);
 }
 
-void vcxl_rf_state_iov(const struct vcxl_regfile *rf, struct iovec iov[2])
+unsigned vcxl_rf_state_iov(const struct vcxl_regfile *rf, struct iovec iov[VCXL_RF_STATE_IOV])
 {
-	iov[0] = (struct iovec){.iov_base = rf->val, .iov_len = rf->size};
-	iov[1] = (struct iovec){.iov_base = rf->rwo_armed, .iov_len = rf->size};
+	uint32_t z = rf->zero_from < rf->size ? rf->zero_from : rf->size;
+	unsigned n = 0;
+
+	for (unsigned half = 0; half < 2; half++) {
+		iov[n++] = (struct iovec){.iov_base = half ? rf->rwo_armed : rf->val, .iov_len = z};
+		if (z < rf->size)
+			iov[n++] = (struct iovec){.iov_base = NULL, .iov_len = rf->size - z};
+	}
+	return n;
 }
 
 /* Bytes rf_block_unchanged() looks at in one go */
@@ -634,10 +658,12 @@ static const uint8_t rf_zero[RF_CHUNK];
  * Most of a component block is such chunks (a vector compare each). */
 static bool rf_chunk_zero(const struct vcxl_regfile *rf, const uint8_t *st, uint32_t i)
 {
-	return rf->size - i >= RF_CHUNK && !memcmp(rf->val + i, rf_zero, RF_CHUNK) &&
-	       !memcmp(st + i, rf_zero, RF_CHUNK) &&
-	       !memcmp(rf->rwo_armed + i, rf_zero, RF_CHUNK) &&
-	       !memcmp(st + rf->size + i, rf_zero, RF_CHUNK);
+	bool live_zero = i >= rf->zero_from; /* known without reading them */
+
+	return rf->size - i >= RF_CHUNK && !memcmp(st + i, rf_zero, RF_CHUNK) &&
+	       !memcmp(st + rf->size + i, rf_zero, RF_CHUNK) &&
+	       (live_zero || (!memcmp(rf->val + i, rf_zero, RF_CHUNK) &&
+			      !memcmp(rf->rwo_armed + i, rf_zero, RF_CHUNK)));
 }
 
 /* Bytes from i (a multiple of RF_BLOCK) that checking or loading may skip */
@@ -698,6 +724,8 @@ static void rf_load_bytes(struct vcxl_regfile *rf, const uint8_t *st, uint32_t l
 		}
 		rf->val[i] = st[i];
 		rf->rwo_armed[i] = st[rf->size + i];
+		if (st[i] | st[rf->size + i])
+			rf_may_set(rf, i + 1);
 		rf_refresh_eff(rf, i);
 	}
 }
@@ -748,6 +776,7 @@ void vcxl_rf_restore_range(struct vcxl_regfile *rf, uint32_t off, uint32_t len, 
 		return;
 	memcpy(rf->val + off, in, len);
 	memcpy(rf->rwo_armed + off, in + len, len);
+	rf_may_set(rf, off + len);
 	rf_refresh_eff_range(rf, off, len);
 	vcxl_rf_update_locks(rf);
 }

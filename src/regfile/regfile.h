@@ -118,6 +118,11 @@ struct vcxl_regfile {
 	unsigned n_groups;
 	struct vcxl_rf_group *groups;
 	uint64_t rejected; /* accesses refused (-EINVAL), for diagnostics */
+	/* val and rwo_armed are zero from this byte to the end: nothing there is
+	 * writable or was ever set (a component block's 64 KiB has its registers
+	 * in the first few KiB). Raised by every definition and owner store that
+	 * can make a byte there non-zero; a migration's save and check skip past it. */
+	uint32_t zero_from;
 };
 
 /* Lifecycle. size is rounded up to a multiple of 4. Returns 0 or -errno. */
@@ -191,9 +196,11 @@ static inline size_t vcxl_rf_state_len(const struct vcxl_regfile *rf)
 	return 2 * (size_t)rf->size;
 }
 void vcxl_rf_save(const struct vcxl_regfile *rf, uint8_t *out);
-/* The same state as two pieces in place (values, then armed bits), for a
- * writer that copies them itself (vcxl_mig_put_section) */
-void vcxl_rf_state_iov(const struct vcxl_regfile *rf, struct iovec iov[2]);
+/* The same state as pieces in place, for a writer that copies them itself
+ * (vcxl_mig_put_section): values, then armed bits, each up to zero_from and
+ * then its zero rest as a piece with iov_base NULL. Returns the count. */
+#define VCXL_RF_STATE_IOV 4
+unsigned vcxl_rf_state_iov(const struct vcxl_regfile *rf, struct iovec iov[VCXL_RF_STATE_IOV]);
 /* Check a saved state against this file's layout, for the bytes of the take
  * ranges (ntake 0: the whole file): reserved bits 0, armed RWO bits among the
  * RWO bits, and every read-only bit equal to this file's, except in the live

@@ -225,15 +225,14 @@ int vmig_save(void *dev, struct vcxl_mig_buf *b)
 {
 	struct vcxl_vdev *v = dev;
 	struct vcxl_mig_geom g;
-	struct iovec iov[2];
+	struct iovec iov[VCXL_RF_STATE_IOV];
 
 	if (!vmig_capable(v))
 		return -ENOTTY;
 	vmig_geom(v, &g);
 	vcxl_mig_begin(b, &g);
 
-	vcxl_rf_state_iov(&v->vcfg, iov);
-	vcxl_mig_put_section(b, VCXL_MIG_SEC_VCFG, 0, iov, 2);
+	vcxl_mig_put_section(b, VCXL_MIG_SEC_VCFG, 0, iov, vcxl_rf_state_iov(&v->vcfg, iov));
 
 	if (v->has_doe) {
 		const struct vcxl_doe *d = &v->doe;
@@ -249,8 +248,7 @@ int vmig_save(void *dev, struct vcxl_mig_buf *b)
 		vcxl_mig_sec_end(b);
 	}
 
-	vcxl_rf_state_iov(&v->vcomp, iov);
-	vcxl_mig_put_section(b, VCXL_MIG_SEC_VCOMP, 0, iov, 2);
+	vcxl_mig_put_section(b, VCXL_MIG_SEC_VCOMP, 0, iov, vcxl_rf_state_iov(&v->vcomp, iov));
 
 	vcxl_mig_sec_begin(b, VCXL_MIG_SEC_VMBOX, 0);
 	vcxl_mig_put_u32(b, v->mbox_refused);

@@ -30,6 +30,7 @@
 #include "server/server.h"
 #include "be_wrap.h"
 #include "tap.h"
+#include "regfile/regfile.h"
 #include "vdev_util.h"
 
 #include "../../src/model/accel.h"
@@ -1990,6 +1991,33 @@ static void test_zero_runs(void)
 	memset(raw, 0x5a, 4096);
 	ok(!zr_trip(raw, 4096, &coded, &slen) && !coded, "4 KiB without a zero: not coded");
 
+	/* a register file's state from its pieces (NULL past zero_from) codes to
+	 * the same bytes as its two whole halves: the stream does not depend on
+	 * where the watermark is */
+	{
+		struct vcxl_regfile rf;
+		struct iovec pieces[VCXL_RF_STATE_IOV], halves[2];
+		struct vcxl_mig_buf w1 = {0}, w2 = {0};
+		unsigned np;
+
+		vcxl_rf_init(&rf, 65536);
+		vcxl_rf_define(&rf, 0x1000, 4, 0xffff, VCXL_RF_RW);
+		vcxl_rf_define(&rf, 0x1008, 4, 0xff, VCXL_RF_RWO);
+		vcxl_rf_init_val(&rf, 0x1100, 4, 0x10000001);
+		vcxl_rf_set32(&rf, 0x1004, 0x0f); /* short zero runs inside the data */
+		np = vcxl_rf_state_iov(&rf, pieces);
+		halves[0] = (struct iovec){rf.val, rf.size};
+		halves[1] = (struct iovec){rf.rwo_armed, rf.size};
+		vcxl_mig_put_section(&w1, VCXL_MIG_SEC_VCOMP, 0, pieces, np);
+		vcxl_mig_put_section(&w2, VCXL_MIG_SEC_VCOMP, 0, halves, 2);
+		ok(np == 4 && !w1.err && w1.len == w2.len && !memcmp(w1.data, w2.data, w1.len),
+		   "a 64 KiB file coded from its %u pieces: the same %zu bytes as from its halves",
+		   np, w1.len);
+		vcxl_mig_buf_free(&w1);
+		vcxl_mig_buf_free(&w2);
+		vcxl_rf_fini(&rf);
+	}
+
 	/* END's CRC is kept as sections close (their CRCs joined, not a pass over
 	 * the stream): the same value as one pass over every byte before END */
 	{
@@ -2013,7 +2041,8 @@ static void test_zero_runs(void)
 		end_at = w.len - VCXL_MIG_SEC_HDR_LEN - VCXL_MIG_END_LEN;
 		ok(!w.err && vcxl_mig_rd32(w.data + end_at + VCXL_MIG_SEC_HDR_LEN) ==
 				 vcxl_crc32(0, w.data, end_at),
-		   "END's CRC (sections' CRCs joined) is the CRC of the %zu bytes before END", end_at);
+		   "END's CRC (sections' CRCs joined) is the CRC of the %zu bytes before END",
+		   end_at);
 		is(zr_read(&w, err, sizeof(err)), 0, "and reads (the reader joins them too)");
 		w.data[VCXL_MIG_HDR_LEN + VCXL_MIG_SEC_HDR_LEN + 3] = 1; /* VCFG's padding */
 		ok(zr_read(&w, err, sizeof(err)) == -EINVAL && strstr(err, "padding"),

@@ -2,6 +2,7 @@
 /* Register engine: attributes, locks, hooks, access rules, split-access equivalence. */
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "tap.h"
 #include "regfile/regfile.h"
@@ -361,6 +362,70 @@ static void test_state_ranges(void)
 	vcxl_rf_fini(&rf);
 }
 
+/* zero_from: past it values and armed bits are zero, so a save hands out
+ * the rest as a NULL piece (nothing read). Definitions of writable bits,
+ * non-zero owner stores and loads raise it; a store of reserved bits alone
+ * (kept 0) and a read-only definition do not. */
+static void test_zero_from(void)
+{
+	struct vcxl_regfile rf;
+	struct iovec iov[VCXL_RF_STATE_IOV];
+	static uint8_t img[2 * 0x10000], cat[2 * 0x10000], st[2 * 0x10000];
+	unsigned n;
+	size_t at = 0;
+
+	vcxl_rf_init(&rf, 0x10000);
+	is(rf.zero_from, 0, "a new file: zero from byte 0");
+	vcxl_rf_define(&rf, 0x3000, 4, 0xffffffff, VCXL_RF_RSVD);
+	vcxl_rf_define(&rf, 0x2000, 4, 0xff, VCXL_RF_RO);
+	is(rf.zero_from, 0, "reserved and read-only definitions: still 0");
+	vcxl_rf_define(&rf, 0x1000, 4, 0xff, VCXL_RF_RW);
+	vcxl_rf_define(&rf, 0x1010, 2, 0xf, VCXL_RF_RWO);
+	is(rf.zero_from, 0x1011, "RW and RWO bits: up to the last byte with one (0x%x)",
+	   rf.zero_from);
+	vcxl_rf_init_val(&rf, 0x1800, 4, 0x00345600);
+	is(rf.zero_from, 0x1803, "a read-only value: up to its last non-zero byte (0x%x)",
+	   rf.zero_from);
+	vcxl_rf_set32(&rf, 0x3000, 0xffffffff);
+	is(rf.zero_from, 0x1803, "an owner store of reserved bits only (kept 0): unchanged");
+	vcxl_rf_set32(&rf, 0x4000, 1);
+	is(rf.zero_from, 0x4004, "an owner store past it: raised (0x%x)", rf.zero_from);
+	vcxl_rf_set32(&rf, 0x4000, 0);
+	is(rf.zero_from, 0x4004, "a watermark: not lowered by a store of 0");
+
+	n = vcxl_rf_state_iov(&rf, iov);
+	is(n, 4, "the state in 4 pieces");
+	ok(iov[0].iov_base == rf.val && iov[0].iov_len == 0x4004 && !iov[1].iov_base &&
+	       iov[1].iov_len == 0x10000 - 0x4004 && iov[2].iov_base == rf.rwo_armed &&
+	       iov[2].iov_len == 0x4004 && !iov[3].iov_base,
+	   "values and armed bits up to zero_from, each with its zero rest");
+	vcxl_rf_save(&rf, img);
+	for (unsigned i = 0; i < n; i++) {
+		if (iov[i].iov_base)
+			memcpy(cat + at, iov[i].iov_base, iov[i].iov_len);
+		else
+			memset(cat + at, 0, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	ok(at == sizeof(img) && !memcmp(cat, img, sizeof(img)),
+	   "the pieces, the NULL ones as zeros, are the saved state");
+
+	memcpy(st, img, sizeof(st));
+	st[0x6002] = 0x40; /* a live read-only field another device set */
+	vcxl_rf_load_state(&rf, st, NULL, 0);
+	is(rf.zero_from, 0x6003, "a load that sets a byte past it: raised (0x%x)", rf.zero_from);
+	is(vcxl_rf_get8(&rf, 0x6002), 0x40, "and the byte loaded");
+	vcxl_rf_reset(&rf);
+	n = vcxl_rf_state_iov(&rf, iov);
+	is(n, 4, "a reset keeps the watermark (values back, zero_from 0x%x)", rf.zero_from);
+	vcxl_rf_fini(&rf);
+
+	vcxl_rf_init(&rf, 64);
+	vcxl_rf_init_val(&rf, 60, 4, 0x80000000);
+	is(vcxl_rf_state_iov(&rf, iov), 2, "a file set to its last byte: 2 pieces, no NULL one");
+	vcxl_rf_fini(&rf);
+}
+
 int main(void)
 {
 	test_attrs();
@@ -369,5 +434,6 @@ int main(void)
 	test_qword_rule();
 	test_split_equivalence();
 	test_state_ranges();
+	test_zero_from();
 	return done();
 }
