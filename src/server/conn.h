@@ -112,6 +112,10 @@ struct conn_mig {
 	uint64_t log_pgsize;
 	unsigned nranges;
 	struct mig_log_range *ranges;
+	/* a bit of ranges was set since logging started: until then every
+	 * bitmap is zero, and no scan of them is made (the idle device's
+	 * STOP_COPY, its save's DMAPAGES and the reports find nothing at once) */
+	bool log_written;
 };
 
 struct vcxl_conn {

@@ -126,6 +126,7 @@ static void log_free(struct vcxl_conn *c)
 	free(c->mig.ranges);
 	c->mig.ranges = NULL;
 	c->mig.nranges = 0;
+	c->mig.log_written = false;
 	c->mig.logging = false;
 	c->st.mig.logging = false;
 }
@@ -154,6 +155,7 @@ void conn_mig_log_write(struct vcxl_conn *c, uint64_t iova, uint64_t len)
 			continue;
 		for (uint64_t p = (lo - r->iova) / ps; p <= (hi - 1 - r->iova) / ps; p++)
 			r->bits[p / 64] |= 1ull << (p % 64);
+		c->mig.log_written = true;
 	}
 }
 
@@ -185,6 +187,8 @@ static uint64_t dirty_pages(const struct vcxl_conn *c, uint64_t max, uint8_t *io
 {
 	uint64_t ps = c->mig.log_pgsize, n = 0;
 
+	if (!c->mig.log_written)
+		return 0; /* every bitmap is still zero */
 	for (unsigned i = 0; i < c->mig.nranges; i++) {
 		const struct mig_log_range *r = &c->mig.ranges[i];
 		uint64_t npg = (r->len + ps - 1) / ps;
@@ -445,6 +449,7 @@ static int log_start(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r)
 	c->mig.ranges = rg;
 	c->mig.nranges = n;
 	c->mig.log_pgsize = ps;
+	c->mig.log_written = false;
 	c->mig.logging = true;
 	c->st.mig.devmem_reported = 0;
 	c->st.mig.logging = true;
@@ -551,7 +556,7 @@ static int log_report(struct vcxl_conn *c, struct vcxl_msg *m, struct reply *r, 
 		return reply_error(r, ENOMEM);
 	bm = (uint64_t *)((uint8_t *)r->heap + FEAT_HDR + sizeof(rep));
 	ps = c->mig.log_pgsize;
-	for (uint64_t k = 0; k < npg; k++) {
+	for (uint64_t k = 0; c->mig.log_written && k < npg; k++) { /* else all clean */
 		uint64_t lo = rep.iova + k * rep.page_size, hi = lo + rep.page_size;
 		uint64_t p0 = (lo - rg->iova) / ps, p1 = (hi - 1 - rg->iova) / ps;
 		bool dirty = false;
