@@ -15,7 +15,9 @@
 #                               cxl=on, a pxb-cxl host bridge, one cxl-rp, a 4 GiB CXL window,
 #                               the device as vfio-user-pci vcxl0 on the root port ("nodev":
 #                               the same VM without it), E2E_TCG_ARGS, RAM as a shared memfd,
-#                               the trace of a destination taking its CXL region as zero;
+#                               the trace of a destination taking its CXL region as zero,
+#                               up to 4 precopy passes over what the last sync found before
+#                               switching over (vmm/qemu 0043, docs/migration.md section 9);
 #                               the kernel's command line gets iomem=relaxed (the guest maps
 #                               BARs its driver owns) and APPEND
 MIGRATE_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,6 +59,7 @@ migrate_template() {
 		-m "$ram" -nographic -serial stdio -serial "unix:@TTY@,server=on,wait=off"
 		-monitor none -no-reboot -nic none -qmp "unix:@QMP@,server=on,wait=off"
 		-trace vfio_cxl_region_incoming_zero
+		-global migration.x-switchover-passes=4
 		-machine q35,cxl=on,memory-backend=ram0
 		-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,hdm_for_passthrough=on
 		-device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2)
