@@ -234,6 +234,7 @@ static int make_source(struct env *a, struct vcxl_mig_buf *b)
 	vcxl_vdev_ops.mig_dirty(a->v, true);
 	commit0(a, 0x1000000000ull, 256 * M);
 	g_wr(a->v, 0, RAM_OFF, 8, 0xfeedfacecafebeefull);
+	g_wr(a->v, 0, RAM_OFF + 0x1ff8, 8, 0x0102030405060708ull); /* a run of 2 pages */
 	g_wr(a->v, 0, RAM_OFF + 0x3000, 4, 0x12345678);
 	irq_on(a, 1);
 	eng_w(a, ACCEL_REG_JOB_OP, 4, ACCEL_OP_FILL);
@@ -332,6 +333,8 @@ static void test_round_trip(void)
 		return;
 	}
 	irq_on(&b, 1); /* the destination's client arms its vectors */
+	/* BAR0 RAM the stream does not hold: zero after the load */
+	g_wr(b.v, 0, RAM_OFF + 0x5000, 4, 0x5a5a5a5a);
 	vcxl_vdev_ops.mig_quiesce(b.v, true);
 	{
 		struct vcxl_mig_buf b0, b1;
@@ -360,6 +363,9 @@ static void test_round_trip(void)
 	memset(ram, 0, sizeof(ram));
 	is(g_rd(b.v, 0, RAM_OFF, 8, NULL), 0xfeedfacecafebeefull, "BAR0 RAM");
 	is(g_rd(b.v, 0, RAM_OFF + 0x3000, 4, NULL), 0x12345678, "BAR0 RAM, another page");
+	is(g_rd(b.v, 0, RAM_OFF + 0x1ff8, 8, NULL), 0x0102030405060708ull,
+	   "BAR0 RAM, the second page of a run written in one go");
+	is(g_rd(b.v, 0, RAM_OFF + 0x5000, 4, NULL), 0, "BAR0 RAM the stream lacks: zero");
 	ok(mem_is(&b, 0, 4 * M, PATTERN), "device memory the job wrote before STOP arrived");
 	ok(eng(&b, ACCEL_REG_STATUS) & ACCEL_STATUS_BUSY, "destination: the job is in flight");
 	is(b.irqs[1], 0, "no interrupt while stopped");
