@@ -535,30 +535,6 @@ int model_mig_stage(void *dev, uint32_t type, const uint8_t *p, uint64_t len, ch
 
 /* BAR0's RAM as the stream has it: its pages, zero elsewhere (a page already
  * zero is not written: most of the 4 MiB is) */
-/* npg pages of the stream into BAR0 at page pg: written to its memfd (a page
- * the file does not hold yet is allocated without the page fault and the
- * clearing a store through the mapping costs: some 4 us a page on these VMs,
- * inside a migration's downtime), else copied through the mapping. */
-static void bar0_write_pages(struct vcxl_model *m, uint64_t pg, const uint8_t *src, uint64_t npg)
-{
-	size_t len = npg * VCXL_MIG_PAGE, done = 0;
-
-	while (m->bar0_fd >= 0 && done < len) {
-		ssize_t w =
-		    pwrite(m->bar0_fd, src + done, len - done, (off_t)(pg * VCXL_MIG_PAGE + done));
-		if (w <= 0 && errno != EINTR)
-			break;
-		done += w > 0 ? (size_t)w : 0;
-	}
-	if (done < len)
-		vcxl_guarded_memcpy(m->bar0 + pg * VCXL_MIG_PAGE + done, src + done, len - done);
-}
-
-static bool bar0_in(const uint8_t *map, uint64_t pg)
-{
-	return map[pg / 8] & (1u << (pg % 8));
-}
-
 static void commit_bar0(struct vcxl_model *m, const struct model_mig_stage *s)
 {
 	static const uint8_t zero[VCXL_MIG_PAGE];
@@ -567,20 +543,14 @@ static void commit_bar0(struct vcxl_model *m, const struct model_mig_stage *s)
 
 	bar0_data_map(m, data);
 	for (uint64_t pg = 0; pg < BAR0_PAGES; pg++) {
-		uint64_t run = 0;
+		uint8_t *d = m->bar0 + pg * VCXL_MIG_PAGE;
 
 		if (bar0_page_is_comp(m, pg))
 			continue;
-		/* the stream's pages, a run of consecutive ones in one write */
-		while (pg + run < BAR0_PAGES && bar0_in(s->bar0_map, pg + run))
-			run++;
-		if (run) {
-			bar0_write_pages(m, pg, s->bar0 + n * VCXL_MIG_PAGE, run);
-			n += run;
-			pg += run - 1;
-		} else if (bar0_in(data, pg) && !bar0_page_zero(m, pg)) {
-			vcxl_guarded_memcpy(m->bar0 + pg * VCXL_MIG_PAGE, zero, VCXL_MIG_PAGE);
-		}
+		if (s->bar0_map[pg / 8] & (1u << (pg % 8)))
+			vcxl_guarded_memcpy(d, s->bar0 + n++ * VCXL_MIG_PAGE, VCXL_MIG_PAGE);
+		else if ((data[pg / 8] & (1u << (pg % 8))) && !bar0_page_zero(m, pg))
+			vcxl_guarded_memcpy(d, zero, VCXL_MIG_PAGE);
 	}
 }
 
