@@ -13,7 +13,8 @@
 # The VM is e2e-migrate's (tests/e2e/migrate-lib.sh): Linux 7.2 under TCG (one vCPU, no
 # -icount: QEMU's times are the host's), 512 MiB of RAM, the device with 512 MiB of device
 # memory (--firmware-committed, a sealed memfd), every destination a new QEMU with
-# -incoming defer and a new vcxl-server, return-path on, max-bandwidth 1 GiB/s; the idle
+# -incoming defer and a new vcxl-server, return-path on, max-bandwidth 1 GiB/s, up to 4
+# passes over what the last sync found before the switch-over (migrate-lib.sh); the idle
 # VMs with and without the device run side by side and are moved in turn, at downtime-limit
 # 20 ms (15 migrations each: the goal; then 7 each with everything on one core), then at
 # QEMU's default 300 ms (3 each, printed: bench-migrate.py says why the goal is not judged
