@@ -13,6 +13,8 @@
  * back in DMA_LOGGING_REPORT at its guest-physical address, once (through
  * the client's DMA window of that decoder, not one reaching past it), and
  * the stop-copy stream's DEVMEM then holds only the pages no report returned.
+ * Two tenants of one server: one device migrated out and in while the other's
+ * client works; nothing of the other's in the stream or changed by it.
  */
 #include <json-c/json.h>
 #include <linux/vfio.h>
@@ -182,7 +184,8 @@ static struct json_object *status(struct harness *h)
 	return json_tokener_parse(out);
 }
 
-static struct json_object *mig_of(struct json_object *st)
+/* status' "migration" object of device i */
+static struct json_object *mig_of_dev(struct json_object *st, size_t i)
 {
 	struct json_object *r, *devs, *d, *m;
 
@@ -191,8 +194,13 @@ static struct json_object *mig_of(struct json_object *st)
 		    !json_object_object_get_ex(r, "devices", &devs))
 			return NULL;
 	}
-	d = json_object_array_get_idx(devs, 0);
+	d = json_object_array_get_idx(devs, i);
 	return d && json_object_object_get_ex(d, "migration", &m) ? m : NULL;
+}
+
+static struct json_object *mig_of(struct json_object *st)
+{
+	return mig_of_dev(st, 0);
 }
 
 static int64_t jint(struct json_object *o, const char *k)
@@ -414,6 +422,108 @@ out:
 		vcxl_client_close(c);
 }
 
+/* A byte pattern no other tenant writes: a tenant's 'secret' pages (each
+ * tenant its own step, so that no window of one is a shift of the other's) */
+static void tenant_pages(uint8_t *p, size_t len, uint8_t tag)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)((i * (tag ? 29 : 13) + 7) | 0x80);
+	memcpy(p, tag == 1 ? "TENANT-ONE-SECRET" : "TENANT-ZERO-OWN!!", 17);
+}
+
+/*
+ * Two tenants of one server (--devices 2): device 0's client migrates its
+ * device out and back in while device 1's client keeps using its own. The
+ * stream carries device 0's BAR0 RAM and nothing of device 1's; device 1 is
+ * served in every state of device 0's migration and reads back what it wrote
+ * after device 0 loaded a state; device 1's migration stays RUNNING and
+ * untouched throughout (its status).
+ */
+static void two_tenants(const char *bin, const char *cli)
+{
+	struct harness t = {.cli = cli};
+	const char *args[] = {"--devices", "2", "--mem-size", "256M", NULL};
+	struct vcxl_client *c0 = NULL, *c1 = NULL;
+	static uint8_t own[2 * 4096], secret[2 * 4096], back[2 * 4096];
+	char s0[160], s1[160];
+	uint8_t *stream = NULL;
+	size_t len = 0;
+	unsigned served = 0, asked = 0;
+	uint32_t v = 0;
+
+	if (!ok(h_start(&t, bin, 0, args) == 0, "tenants: a server with two devices"))
+		goto out;
+	h_dev_sock(&t, 0, s0, sizeof(s0));
+	h_dev_sock(&t, 1, s1, sizeof(s1));
+	if (!ok(!vcxl_client_connect(s0, &c0) && !vcxl_client_connect(s1, &c1),
+		"tenants: a client on each device"))
+		goto out;
+	tenant_pages(own, sizeof(own), 0);
+	tenant_pages(secret, sizeof(secret), 1);
+	ok(!vcxl_client_region_write(c0, 0, RAM_OFF, own, sizeof(own)) &&
+	       !vcxl_client_region_write(c1, 0, RAM_OFF, secret, sizeof(secret)),
+	   "tenants: each wrote 8 KiB of its BAR0 RAM");
+#define TENANT1_SERVED()                                                                           \
+	do {                                                                                       \
+		asked++;                                                                           \
+		served += vcxl_client_read32(c1, 0, RAM_OFF + 4096, &v) == 0 &&                    \
+			  v == vcxl_mig_rd32(secret + 4096);                                       \
+	} while (0)
+	TENANT1_SERVED();
+	is(set_state(c0, VFIO_DEVICE_STATE_STOP_COPY), 0, "tenant 0: RUNNING -> STOP_COPY");
+	TENANT1_SERVED();
+	len = read_all(c0, &stream);
+	TENANT1_SERVED();
+	ok(len > VCXL_MIG_HDR_LEN && memmem(stream, len, "TENANT-ZERO-OWN!!", 17),
+	   "tenant 0's stream (%zu bytes) carries its own BAR0 RAM", len);
+	ok(len && !memmem(stream, len, "TENANT-ONE-SECRET", 17) &&
+	       !memmem(stream, len, secret + 64, 64),
+	   "... and nothing of tenant 1's");
+	is(set_state(c0, VFIO_DEVICE_STATE_STOP), 0, "tenant 0: STOP_COPY -> STOP");
+	TENANT1_SERVED();
+	/* tenant 0's device takes a state again (its own, changed first) */
+	vcxl_client_write32(c0, 0, RAM_OFF, 0);
+	is(set_state(c0, VFIO_DEVICE_STATE_RESUMING), 0, "tenant 0: STOP -> RESUMING");
+	TENANT1_SERVED();
+	is(put_all(c0, stream, len), 0, "tenant 0: its stream written back");
+	is(set_state(c0, VFIO_DEVICE_STATE_RUNNING), 0, "tenant 0: loaded, RUNNING");
+	TENANT1_SERVED();
+	memset(back, 0, sizeof(back));
+	ok(!vcxl_client_region_read(c0, 0, RAM_OFF, back, sizeof(back)) &&
+	       !memcmp(back, own, sizeof(own)),
+	   "tenant 0: its BAR0 RAM as saved");
+	memset(back, 0, sizeof(back));
+	ok(!vcxl_client_region_read(c1, 0, RAM_OFF, back, sizeof(back)) &&
+	       !memcmp(back, secret, sizeof(secret)),
+	   "tenant 1: its BAR0 RAM untouched by tenant 0's save and load");
+	is(served, asked, "tenant 1 served in every state of tenant 0's migration (%u of %u reads)",
+	   served, asked);
+#undef TENANT1_SERVED
+	{
+		struct json_object *st = status(&t);
+		struct json_object *m0 = mig_of_dev(st, 0), *m1 = mig_of_dev(st, 1);
+
+		ok(m0 && jint(m0, "transitions") >= 4,
+		   "tenant 0's migration status counts its transitions (%lld)",
+		   m0 ? (long long)jint(m0, "transitions") : -1ll);
+		ok(m1 && !strcmp(jstr(m1, "state"), "running") && jint(m1, "transitions") == 0,
+		   "tenant 1's migration status: running, no transition (%s)",
+		   m1 ? json_object_to_json_string(m1) : "none");
+		json_object_put(st);
+	}
+out:
+	free(stream);
+	if (c0)
+		vcxl_client_close(c0);
+	if (c1)
+		vcxl_client_close(c1);
+	if (t.pid > 0)
+		is(h_stop(&t), 0, "tenants: the server exits 0");
+	if (tap_failed)
+		h_dump_log(&t);
+	h_cleanup(&t);
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = h_server_bin(argc, argv);
@@ -520,6 +630,7 @@ int main(int argc, char **argv)
 	ok(h_log_count(&a, "stop-copy ended") >= 1, "A's log: the stop-copy's bytes and time");
 	if (ok(h_start(&e, bin, -1, dec2) == 0, "E: a server with 2 decoders"))
 		devmem_report(&e);
+	two_tenants(bin, a.cli);
 
 out:
 	free(stream);
