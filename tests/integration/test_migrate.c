@@ -431,6 +431,16 @@ static void tenant_pages(uint8_t *p, size_t len, uint8_t tag)
 	memcpy(p, tag == 1 ? "TENANT-ONE-SECRET" : "TENANT-ZERO-OWN!!", 17);
 }
 
+/* Device 1's client reads its own BAR0 RAM back: 1 when it is served as written */
+static unsigned tenant_served(struct vcxl_client *c1, const uint8_t *secret, unsigned *asked)
+{
+	uint32_t v = 0;
+
+	(*asked)++;
+	return vcxl_client_read32(c1, 0, RAM_OFF + 4096, &v) == 0 &&
+	       v == vcxl_mig_rd32(secret + 4096);
+}
+
 /*
  * Two tenants of one server (--devices 2): device 0's client migrates its
  * device out and back in while device 1's client keeps using its own. The
@@ -449,7 +459,6 @@ static void two_tenants(const char *bin, const char *cli)
 	uint8_t *stream = NULL;
 	size_t len = 0;
 	unsigned served = 0, asked = 0;
-	uint32_t v = 0;
 
 	if (!ok(h_start(&t, bin, 0, args) == 0, "tenants: a server with two devices"))
 		goto out;
@@ -463,31 +472,25 @@ static void two_tenants(const char *bin, const char *cli)
 	ok(!vcxl_client_region_write(c0, 0, RAM_OFF, own, sizeof(own)) &&
 	       !vcxl_client_region_write(c1, 0, RAM_OFF, secret, sizeof(secret)),
 	   "tenants: each wrote 8 KiB of its BAR0 RAM");
-#define TENANT1_SERVED()                                                                           \
-	do {                                                                                       \
-		asked++;                                                                           \
-		served += vcxl_client_read32(c1, 0, RAM_OFF + 4096, &v) == 0 &&                    \
-			  v == vcxl_mig_rd32(secret + 4096);                                       \
-	} while (0)
-	TENANT1_SERVED();
+	served += tenant_served(c1, secret, &asked);
 	is(set_state(c0, VFIO_DEVICE_STATE_STOP_COPY), 0, "tenant 0: RUNNING -> STOP_COPY");
-	TENANT1_SERVED();
+	served += tenant_served(c1, secret, &asked);
 	len = read_all(c0, &stream);
-	TENANT1_SERVED();
+	served += tenant_served(c1, secret, &asked);
 	ok(len > VCXL_MIG_HDR_LEN && memmem(stream, len, "TENANT-ZERO-OWN!!", 17),
 	   "tenant 0's stream (%zu bytes) carries its own BAR0 RAM", len);
 	ok(len && !memmem(stream, len, "TENANT-ONE-SECRET", 17) &&
 	       !memmem(stream, len, secret + 64, 64),
 	   "... and nothing of tenant 1's");
 	is(set_state(c0, VFIO_DEVICE_STATE_STOP), 0, "tenant 0: STOP_COPY -> STOP");
-	TENANT1_SERVED();
+	served += tenant_served(c1, secret, &asked);
 	/* tenant 0's device takes a state again (its own, changed first) */
 	vcxl_client_write32(c0, 0, RAM_OFF, 0);
 	is(set_state(c0, VFIO_DEVICE_STATE_RESUMING), 0, "tenant 0: STOP -> RESUMING");
-	TENANT1_SERVED();
+	served += tenant_served(c1, secret, &asked);
 	is(put_all(c0, stream, len), 0, "tenant 0: its stream written back");
 	is(set_state(c0, VFIO_DEVICE_STATE_RUNNING), 0, "tenant 0: loaded, RUNNING");
-	TENANT1_SERVED();
+	served += tenant_served(c1, secret, &asked);
 	memset(back, 0, sizeof(back));
 	ok(!vcxl_client_region_read(c0, 0, RAM_OFF, back, sizeof(back)) &&
 	       !memcmp(back, own, sizeof(own)),
@@ -498,7 +501,6 @@ static void two_tenants(const char *bin, const char *cli)
 	   "tenant 1: its BAR0 RAM untouched by tenant 0's save and load");
 	is(served, asked, "tenant 1 served in every state of tenant 0's migration (%u of %u reads)",
 	   served, asked);
-#undef TENANT1_SERVED
 	{
 		struct json_object *st = status(&t);
 		struct json_object *m0 = mig_of_dev(st, 0), *m1 = mig_of_dev(st, 1);

@@ -410,6 +410,33 @@ static void test_zero_from(void)
 	ok(at == sizeof(img) && !memcmp(cat, img, sizeof(img)),
 	   "the pieces, the NULL ones as zeros, are the saved state");
 
+	/* a hostile state with bits past zero_from: the check, which no longer
+	 * reads the live file there, still refuses them */
+	{
+		uint32_t bad = 0;
+
+		memcpy(st, img, sizeof(st));
+		st[0x9000] = 0x01; /* a read-only value past the watermark */
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), NULL, 0, NULL, 0, &bad), -EINVAL,
+		   "a value past zero_from: refused");
+		is(bad, 0x9000, "... at its offset");
+		memcpy(st, img, sizeof(st));
+		st[0x10000 + 0xa004] = 0x01; /* an armed RWO bit where no RWO bit is */
+		bad = 0;
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), NULL, 0, NULL, 0, &bad), -EINVAL,
+		   "an armed bit past zero_from: refused");
+		is(bad, 0xa004, "... at its offset");
+		memcpy(st, img, sizeof(st));
+		st[0x3000] = 0x01; /* a reserved bit, defined past the old data */
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), NULL, 0, NULL, 0, &bad), -EINVAL,
+		   "a reserved bit set: refused");
+		struct vcxl_rf_range live[] = {{0x9000, 4}};
+		memcpy(st, img, sizeof(st));
+		st[0x9000] = 0x01;
+		is(vcxl_rf_check_state(&rf, st, sizeof(st), NULL, 0, live, 1, &bad), 0,
+		   "the same value in a live range: taken");
+	}
+
 	memcpy(st, img, sizeof(st));
 	st[0x6002] = 0x40; /* a live read-only field another device set */
 	vcxl_rf_load_state(&rf, st, NULL, 0);
