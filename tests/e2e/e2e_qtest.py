@@ -82,14 +82,23 @@ class QTest:
 
     def __init__(self, listener, timeout=float(os.environ.get("QTEST_TIMEOUT", "30"))):
         listener.settimeout(timeout)
-        self.s, _ = listener.accept()
+        try:
+            self.s, _ = listener.accept()
+        except socket.timeout:
+            raise RuntimeError(f"qtest: QEMU did not connect in {timeout:.0f} s") from None
         self.s.settimeout(timeout)
+        self.timeout = timeout
         self.buf = b""
 
     def _reply(self, line):
         while True:
             while b"\n" not in self.buf:
-                chunk = self.s.recv(1 << 16)
+                try:
+                    chunk = self.s.recv(1 << 16)
+                except socket.timeout:
+                    # which command QEMU did not answer (a wait on the device, a hang)
+                    raise RuntimeError(f"qtest: no reply to {line!r} in "
+                                       f"{self.timeout:.0f} s") from None
                 if not chunk:
                     raise RuntimeError("qtest: QEMU closed the connection")
                 self.buf += chunk
@@ -199,6 +208,12 @@ def qemu_start(qemu, tmp, logdir, name, args, qtest_log=True, procs=None, ram_fd
         procs.append(p)  # the caller stops it, even when it never connects
     try:
         qt = QTest(listener)
+    except RuntimeError as e:
+        # say whether QEMU is gone, and what it printed last
+        with open(log.name, errors="replace") as f:
+            tail = " | ".join(f.read().splitlines()[-4:])
+        state = "running" if p.poll() is None else f"exited with status {p.returncode}"
+        raise RuntimeError(f"{name}: {e}; QEMU {state}; its log: {tail or '(empty)'}") from None
     finally:
         listener.close()
     end = time.monotonic() + 20
